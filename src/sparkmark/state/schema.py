@@ -1,0 +1,117 @@
+"""The state store's tables (SQLAlchemy Core) and their versioned upgrades.
+
+Schema history:
+  1. sm_meta, sm_jobs, sm_bookmark_versions, sm_runs.
+
+To change the schema: bump ``SCHEMA_VERSION`` and add a function to ``UPGRADES`` that takes a
+connection at version N-1 to N.  ``ensure_schema`` applies the missing steps in one transaction
+on first use, so users never upgrade by hand.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from sqlalchemy import (BigInteger, Column, Connection, Index, Integer, MetaData, String, Table,
+                        Text, inspect, select)
+
+SCHEMA_VERSION = 1
+
+metadata = MetaData()
+
+meta = Table(
+    "sm_meta", metadata,
+    Column("key", String(64), primary_key=True),
+    Column("value", Text, nullable=False),
+)
+
+# One row per job: the pointer to its current bookmark version, its counters and its lease.
+jobs = Table(
+    "sm_jobs", metadata,
+    Column("job_name", String(255), primary_key=True),
+    Column("current_version", Integer, nullable=False),
+    Column("run_number", Integer, nullable=False),      # successful runs so far
+    Column("attempt", Integer, nullable=False),         # failed attempts since the last success
+    Column("last_run_id", String(32)),                  # the latest successful run
+    Column("active_run_id", String(32)),                # the run holding the lease, if any
+    Column("lease_host", String(255)),
+    Column("lease_pid", Integer),
+    Column("lease_expires_ts", BigInteger),
+    Column("created_ts", BigInteger, nullable=False),
+)
+
+# Every committed bookmark, forever (this is what makes rewind possible).
+versions = Table(
+    "sm_bookmark_versions", metadata,
+    Column("job_name", String(255), primary_key=True),
+    Column("version", Integer, primary_key=True),
+    Column("kind", String(16), nullable=False),         # commit | reset | rewind | rollback
+    Column("run_id", String(32)),                       # the committing run (kind=commit)
+    Column("previous_run_id", String(32)),
+    Column("source_run_id", String(32)),                # rewind target
+    Column("run_number", Integer, nullable=False),
+    Column("attempt", Integer, nullable=False),
+    Column("created_ts", BigInteger, nullable=False),
+    Column("state", Text, nullable=False),              # JSON {transformation_ctx: element}
+)
+
+# The ledger (Overwatch's pipeline report): one row per run of a job or pipeline module.
+runs = Table(
+    "sm_runs", metadata,
+    Column("run_id", String(32), primary_key=True),
+    Column("job_name", String(255), nullable=False),
+    Column("pipeline", String(255)),
+    Column("pipeline_run_id", String(32)),
+    Column("module_id", Integer),
+    Column("module_name", String(255)),
+    Column("layer", String(64)),
+    Column("run_number", Integer, nullable=False),
+    Column("attempt", Integer, nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("error", Text),
+    Column("bookmark_option", String(32), nullable=False),
+    Column("start_version", Integer, nullable=False),
+    Column("end_version", Integer),
+    Column("run_start_ts", BigInteger, nullable=False),
+    Column("run_end_ts", BigInteger),
+    Column("from_ts", BigInteger),
+    Column("until_ts", BigInteger),
+    Column("snapshot_ts", BigInteger, nullable=False),
+    Column("records_read", BigInteger),
+    Column("records_written", BigInteger),
+    Column("config", Text),                             # JSON
+    Column("outputs", Text),                            # JSON list of staged outputs (sinks)
+    Column("publish_state", String(16)),                # None | pending | done | discarded
+    Column("host", String(255)),
+    Column("pid", Integer),
+    Index("ix_sm_runs_job", "job_name", "run_start_ts"),
+    Index("ix_sm_runs_module", "pipeline", "module_id", "run_start_ts"),
+)
+
+UPGRADES: dict[int, Callable[[Connection], None]] = {
+    # 2: lambda conn: conn.exec_driver_sql("ALTER TABLE sm_runs ADD COLUMN ..."),
+}
+
+
+def current_schema_version(conn: Connection) -> int | None:
+    if not inspect(conn).has_table("sm_meta"):
+        return None
+    value = conn.execute(select(meta.c.value).where(meta.c.key == "schema_version")).scalar()
+    return int(value) if value is not None else None
+
+
+def ensure_schema(conn: Connection) -> int:
+    """Create or upgrade the schema inside the caller's transaction; return the version found."""
+    found = current_schema_version(conn)
+    if found is None:
+        metadata.create_all(conn)
+        conn.execute(meta.insert().values(key="schema_version", value=str(SCHEMA_VERSION)))
+        return 0
+    if found > SCHEMA_VERSION:
+        from ..errors import StateStoreError
+        raise StateStoreError(
+            f"the state store has schema version {found}, newer than this sparkmark supports "
+            f"({SCHEMA_VERSION}); upgrade sparkmark (pip install -U sparkmark)")
+    for step in range(found + 1, SCHEMA_VERSION + 1):
+        UPGRADES[step](conn)
+        conn.execute(meta.update().where(meta.c.key == "schema_version").values(value=str(step)))
+    return found

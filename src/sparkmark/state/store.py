@@ -1,0 +1,477 @@
+"""The state store: one interface over SQLite and PostgreSQL (SQLAlchemy 2 Core).
+
+Everything that changes committed state happens in one transaction: a commit writes the new
+bookmark version, moves the job's pointer and counters, releases the lease and finishes the ledger
+row together.  Rows are locked with ``SELECT ... FOR UPDATE`` on PostgreSQL; on SQLite every write
+transaction starts with ``BEGIN IMMEDIATE`` so that writers queue instead of deadlocking.
+"""
+from __future__ import annotations
+
+import json
+import os
+import threading
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+import sqlalchemy as sa
+from sqlalchemy import event, select
+from sqlalchemy.engine import Connection, Engine, make_url
+from sqlalchemy.exc import ArgumentError, DBAPIError, IntegrityError, NoSuchModuleError
+
+from ..errors import (BookmarkConflictError, ConcurrentRunError, StateCorruptError,
+                      StateStoreError, UnknownJobError, UnknownRunError)
+from . import schema
+from .lease import lease_is_alive, this_host
+from .schema import jobs, runs, versions
+
+DEFAULT_STATE_URL = "sqlite:///.sparkmark/state.db"
+ENV_VAR = "SPARKMARK_STATE"
+
+RUNNING = "RUNNING"
+SUCCEEDED = "SUCCEEDED"
+EMPTY = "EMPTY"
+FAILED = "FAILED"
+SKIPPED = "SKIPPED"
+ROLLED_BACK = "ROLLED_BACK"
+TERMINAL = (SUCCEEDED, EMPTY, FAILED, SKIPPED, ROLLED_BACK)
+
+
+def resolve_state_url(state: str | None = None) -> str:
+    """``state=`` argument, else env ``SPARKMARK_STATE``, else the SQLite default."""
+    return state or os.environ.get(ENV_VAR) or DEFAULT_STATE_URL
+
+
+@dataclass
+class RunStart:
+    """What ``begin_run`` hands back to a job."""
+
+    run_id: str
+    job_name: str
+    run_number: int
+    attempt: int
+    start_version: int
+    state: dict[str, Any]
+    previous_run_id: str | None
+    taken_over: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class BookmarkVersion:
+    job_name: str
+    version: int
+    kind: str
+    run_id: str | None
+    previous_run_id: str | None
+    source_run_id: str | None
+    run_number: int
+    attempt: int
+    created_ts: int
+    state: dict[str, Any]
+
+    def as_entry(self, *, run: int | None = None, attempt: int | None = None) -> dict[str, Any]:
+        """Shaped like Glue's ``JobBookmarkEntry``."""
+        return {
+            "JobName": self.job_name,
+            "Version": self.version,
+            "Run": self.run_number if run is None else run,
+            "Attempt": self.attempt if attempt is None else attempt,
+            "PreviousRunId": self.previous_run_id,
+            "RunId": self.run_id,
+            "JobBookmark": self.state,
+        }
+
+
+_ENGINES: dict[str, Engine] = {}
+_ENGINES_LOCK = threading.Lock()
+
+
+def open_store(state: str | None = None) -> "StateStore":
+    return StateStore(resolve_state_url(state))
+
+
+def redact(url: str) -> str:
+    """The URL with any password masked, for messages."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:
+        return "<unparseable URL>"
+
+
+class StateStore:
+    """Bookmarks (all versions) and the ledger for every job, behind one small interface."""
+
+    def __init__(self, url: str):
+        self.url = url
+        self.display_url = redact(url)
+        self._password = None
+        self.engine = self._engine()
+
+    # ------------------------------------------------------------------ engine & errors
+    def _engine(self) -> Engine:
+        with _ENGINES_LOCK:
+            engine = _ENGINES.get(self.url)
+            if engine is not None:
+                self._password = engine.url.password
+                return engine
+            engine = self._create_engine()
+            with self._errors("open"):
+                with engine.begin() as conn:
+                    schema.ensure_schema(conn)
+            _ENGINES[self.url] = engine
+            return engine
+
+    def _create_engine(self) -> Engine:
+        hint = ("use e.g. sqlite:///path/to/state.db or "
+                "postgresql+psycopg://user:password@host:5432/dbname")
+        try:
+            url = make_url(self.url)
+        except ArgumentError:
+            raise StateStoreError(f"malformed state URL {self.display_url!r}: {hint}") from None
+        self._password = url.password
+        backend = url.get_backend_name()
+        if backend == "postgresql" and url.get_driver_name() in ("psycopg2", ""):
+            # psycopg (3) is what we ship with; psycopg2 only if it is installed.
+            try:
+                import psycopg2  # noqa: F401
+            except ImportError:
+                url = url.set(drivername="postgresql+psycopg")
+        kwargs: dict[str, Any] = {"future": True}
+        if backend == "sqlite":
+            if url.database and url.database != ":memory:":
+                Path(url.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+            kwargs["connect_args"] = {"timeout": 60, "check_same_thread": False}
+        elif backend == "postgresql":
+            kwargs["pool_pre_ping"] = True
+            kwargs["connect_args"] = {"connect_timeout": 10}
+        else:
+            raise StateStoreError(
+                f"unsupported state store {backend!r} in {self.display_url!r}: {hint}")
+        try:
+            engine = sa.create_engine(url, **kwargs)
+        except (ArgumentError, NoSuchModuleError, ImportError) as e:
+            raise StateStoreError(f"cannot use state URL {self.display_url!r} ({e}); {hint}") \
+                from None
+        if backend == "sqlite":
+            @event.listens_for(engine, "connect")
+            def _sqlite_connect(dbapi_conn, _record):  # noqa: ANN001
+                dbapi_conn.isolation_level = None  # we issue BEGIN ourselves
+                cur = dbapi_conn.cursor()
+                cur.execute("PRAGMA journal_mode=WAL")
+                cur.execute("PRAGMA synchronous=NORMAL")
+                cur.close()
+
+            @event.listens_for(engine, "begin")
+            def _sqlite_begin(conn):  # noqa: ANN001
+                conn.exec_driver_sql("BEGIN IMMEDIATE")
+        return engine
+
+    def _scrub(self, text: str) -> str:
+        if self._password:
+            text = text.replace(str(self._password), "***")
+        return text
+
+    @contextmanager
+    def _errors(self, what: str) -> Iterator[None]:
+        try:
+            yield
+        except DBAPIError as e:
+            reason = str(getattr(e, "orig", e)).strip().splitlines()
+            reason_text = self._scrub(reason[0] if reason else type(e).__name__)
+            raise StateStoreError(
+                f"state store {self.display_url} is unreachable or failed during {what}: "
+                f"{reason_text}. Check the URL (--state / SPARKMARK_STATE) and that the "
+                "database is running.") from None
+
+    @contextmanager
+    def tx(self, what: str = "a transaction") -> Iterator[Connection]:
+        with self._errors(what):
+            with self.engine.begin() as conn:
+                yield conn
+
+    # ------------------------------------------------------------------ decoding
+    def _version_from_row(self, row: Any) -> BookmarkVersion:
+        try:
+            state = json.loads(row.state)
+            if not isinstance(state, dict):
+                raise ValueError("not a JSON object")
+        except (ValueError, TypeError) as e:
+            raise StateCorruptError(
+                f"bookmark of job {row.job_name!r} version {row.version} is corrupt ({e}); "
+                f"rewind with 'sparkmark bookmark reset {row.job_name} --run-id RUN' to an "
+                "earlier run, or reset it") from None
+        return BookmarkVersion(
+            job_name=row.job_name, version=row.version, kind=row.kind, run_id=row.run_id,
+            previous_run_id=row.previous_run_id, source_run_id=row.source_run_id,
+            run_number=row.run_number, attempt=row.attempt, created_ts=row.created_ts,
+            state=state)
+
+    @staticmethod
+    def _empty_version(job: Any) -> BookmarkVersion:
+        return BookmarkVersion(job_name=job.job_name, version=0, kind="initial", run_id=None,
+                               previous_run_id=None, source_run_id=None, run_number=0,
+                               attempt=0, created_ts=job.created_ts, state={})
+
+    def _job_row(self, conn: Connection, job_name: str, *, lock: bool = False) -> Any:
+        q = select(jobs).where(jobs.c.job_name == job_name)
+        if lock:
+            q = q.with_for_update()
+        return conn.execute(q).first()
+
+    def _require_job(self, conn: Connection, job_name: str, *, lock: bool = False) -> Any:
+        row = self._job_row(conn, job_name, lock=lock)
+        if row is None:
+            raise UnknownJobError(
+                f"no job named {job_name!r} in state store {self.display_url}; "
+                "'sparkmark report' lists the jobs that have run")
+        return row
+
+    def _version(self, conn: Connection, job: Any, version: int) -> BookmarkVersion:
+        if version == 0:
+            return self._empty_version(job)
+        row = conn.execute(select(versions).where(versions.c.job_name == job.job_name,
+                                                  versions.c.version == version)).first()
+        if row is None:
+            raise StateCorruptError(
+                f"job {job.job_name!r} points at bookmark version {version}, which is missing; "
+                f"reset the bookmark ('sparkmark bookmark reset {job.job_name}')")
+        return self._version_from_row(row)
+
+    def _version_of_run(self, conn: Connection, job_name: str, run_id: str) -> BookmarkVersion:
+        row = conn.execute(select(versions).where(
+            versions.c.job_name == job_name, versions.c.run_id == run_id,
+            versions.c.kind == "commit")).first()
+        if row is None:
+            known = conn.execute(select(runs.c.status).where(
+                runs.c.run_id == run_id, runs.c.job_name == job_name)).scalar()
+            why = (f"it ended {known} without committing a bookmark" if known
+                   else "no such run of this job")
+            raise UnknownRunError(
+                f"run {run_id!r} of job {job_name!r} has no committed bookmark ({why}); "
+                f"'sparkmark bookmark history {job_name}' lists the runs that committed one")
+        return self._version_from_row(row)
+
+    # ------------------------------------------------------------------ run lifecycle
+    def validate_runs(self, job_name: str, run_ids: list[str]) -> list[BookmarkVersion]:
+        """The versions committed by these runs (pause from/to); clear error if unknown."""
+        with self.tx("reading bookmarks") as conn:
+            self._require_job(conn, job_name)
+            return [self._version_of_run(conn, job_name, r) for r in run_ids]
+
+    def begin_run(self, job_name: str, *, run_id: str, option: str, now: int,
+                  snapshot_ts: int, lease_ms: int, pid: int, host: str | None = None,
+                  ledger: dict[str, Any] | None = None) -> RunStart:
+        """Take the job's lease (or fail naming the active run) and open its ledger row."""
+        host = host or this_host()
+        for attempt in range(3):
+            with self._errors("begin run"):
+                try:
+                    return self._begin_run(job_name, run_id=run_id, option=option, now=now,
+                                           snapshot_ts=snapshot_ts, lease_ms=lease_ms, pid=pid,
+                                           host=host, ledger=ledger or {})
+                except IntegrityError:
+                    if attempt == 2:  # two first runs of a new job raced on its row
+                        raise
+        raise AssertionError("unreachable")
+
+    def _begin_run(self, job_name: str, *, run_id: str, option: str, now: int,
+                   snapshot_ts: int, lease_ms: int, pid: int, host: str,
+                   ledger: dict[str, Any]) -> RunStart:
+        with self.engine.begin() as conn:
+            job = self._job_row(conn, job_name, lock=True)
+            if job is None:
+                conn.execute(jobs.insert().values(
+                    job_name=job_name, current_version=0, run_number=0, attempt=0,
+                    created_ts=now))
+                job = self._job_row(conn, job_name, lock=True)
+            taken_over: list[dict[str, Any]] = []
+            attempt = job.attempt
+            if job.active_run_id is not None:
+                if lease_is_alive(host=job.lease_host, pid=job.lease_pid,
+                                  expires_ts=job.lease_expires_ts, now=now, my_host=host):
+                    raise ConcurrentRunError(
+                        f"job {job_name!r} already has an active run {job.active_run_id} "
+                        f"(host {job.lease_host}, pid {job.lease_pid}); wait for it to finish. "
+                        "Its lease is taken over automatically once that process is gone "
+                        "(same host) or its lease expires (another host).")
+                old = conn.execute(select(runs).where(runs.c.run_id == job.active_run_id)).first()
+                reason = (f"taken over by run {run_id}: its process (host {job.lease_host}, "
+                          f"pid {job.lease_pid}) is gone or its lease expired")
+                conn.execute(runs.update().where(runs.c.run_id == job.active_run_id,
+                                                 runs.c.status == RUNNING)
+                             .values(status=FAILED, error=reason, run_end_ts=now))
+                if old is not None:
+                    taken_over.append(dict(old._mapping))
+                attempt += 1
+            version = self._version(conn, job, job.current_version)
+            conn.execute(jobs.update().where(jobs.c.job_name == job_name).values(
+                active_run_id=run_id, lease_host=host, lease_pid=pid,
+                lease_expires_ts=now + lease_ms, attempt=attempt))
+            conn.execute(runs.insert().values(
+                run_id=run_id, job_name=job_name, run_number=job.run_number + 1,
+                attempt=attempt, status=RUNNING, bookmark_option=option,
+                start_version=job.current_version, run_start_ts=now, snapshot_ts=snapshot_ts,
+                host=host, pid=pid, **ledger))
+            return RunStart(run_id=run_id, job_name=job_name, run_number=job.run_number + 1,
+                            attempt=attempt, start_version=job.current_version,
+                            state=version.state, previous_run_id=job.last_run_id,
+                            taken_over=taken_over)
+
+    def heartbeat(self, job_name: str, run_id: str, now: int, lease_ms: int) -> bool:
+        """Renew the lease; False when this run no longer holds it."""
+        with self.tx("heartbeat") as conn:
+            res = conn.execute(jobs.update().where(
+                jobs.c.job_name == job_name, jobs.c.active_run_id == run_id).values(
+                lease_expires_ts=now + lease_ms))
+            return res.rowcount == 1
+
+    def commit_run(self, job_name: str, run_id: str, *, start_version: int,
+                   new_state: dict[str, Any] | None, status: str, now: int,
+                   fields: dict[str, Any] | None = None) -> int:
+        """One transaction: bookmark version (if ``new_state``), counters, lease, ledger row.
+
+        Returns the job's bookmark version after the commit.
+        """
+        assert status in (SUCCEEDED, EMPTY)
+        with self.tx("commit") as conn:
+            job = self._require_job(conn, job_name, lock=True)
+            if job.active_run_id != run_id:
+                raise BookmarkConflictError(
+                    f"run {run_id} of job {job_name!r} no longer holds the job's lease "
+                    f"(active run: {job.active_run_id or 'none'}); it was taken over. "
+                    "Nothing was committed; run the job again.")
+            version = job.current_version
+            if new_state is not None:
+                if job.current_version != start_version:
+                    raise BookmarkConflictError(
+                        f"the bookmark of job {job_name!r} changed while run {run_id} was "
+                        f"running (version {start_version} -> {job.current_version}, e.g. a "
+                        "reset or rewind). Nothing was committed; run the job again.")
+                version = job.current_version + 1
+                conn.execute(versions.insert().values(
+                    job_name=job_name, version=version, kind="commit", run_id=run_id,
+                    previous_run_id=job.last_run_id, run_number=job.run_number + 1,
+                    attempt=job.attempt, created_ts=now,
+                    state=json.dumps(new_state, sort_keys=True)))
+            conn.execute(jobs.update().where(jobs.c.job_name == job_name).values(
+                current_version=version, run_number=job.run_number + 1, attempt=0,
+                last_run_id=run_id, active_run_id=None, lease_host=None, lease_pid=None,
+                lease_expires_ts=None))
+            conn.execute(runs.update().where(runs.c.run_id == run_id).values(
+                status=status, run_end_ts=now, end_version=version, **(fields or {})))
+            return version
+
+    def fail_run(self, job_name: str, run_id: str, *, error: str, now: int,
+                 status: str = FAILED, fields: dict[str, Any] | None = None) -> None:
+        """Record a failed (or skipped) run; the bookmark is untouched, the attempt goes up."""
+        with self.tx("recording a failure") as conn:
+            job = self._job_row(conn, job_name, lock=True)
+            conn.execute(runs.update().where(runs.c.run_id == run_id,
+                                             runs.c.status == RUNNING).values(
+                status=status, error=error, run_end_ts=now, **(fields or {})))
+            if job is not None and job.active_run_id == run_id:
+                conn.execute(jobs.update().where(jobs.c.job_name == job_name).values(
+                    attempt=job.attempt + (1 if status == FAILED else 0),
+                    active_run_id=None, lease_host=None,
+                    lease_pid=None, lease_expires_ts=None))
+
+    def update_run(self, run_id: str, **fields: Any) -> None:
+        with self.tx("updating the ledger") as conn:
+            conn.execute(runs.update().where(runs.c.run_id == run_id).values(**fields))
+
+    # ------------------------------------------------------------------ bookmark admin
+    def bookmark_entry(self, job_name: str, run_id: str | None = None) -> dict[str, Any]:
+        """Glue's ``JobBookmarkEntry`` for the current bookmark, or the one run R committed."""
+        with self.tx("reading bookmarks") as conn:
+            job = self._require_job(conn, job_name)
+            if run_id is None:
+                v = self._version(conn, job, job.current_version)
+                return v.as_entry(run=job.run_number, attempt=job.attempt)
+            return self._version_of_run(conn, job_name, run_id).as_entry()
+
+    def current_version(self, job_name: str) -> BookmarkVersion:
+        with self.tx("reading bookmarks") as conn:
+            job = self._require_job(conn, job_name)
+            return self._version(conn, job, job.current_version)
+
+    def history(self, job_name: str) -> list[BookmarkVersion]:
+        with self.tx("reading bookmarks") as conn:
+            job = self._require_job(conn, job_name)
+            rows = conn.execute(select(versions).where(versions.c.job_name == job_name)
+                                .order_by(versions.c.version)).all()
+            return [self._empty_version(job)] + [self._version_from_row(r) for r in rows]
+
+    def reset(self, job_name: str, run_id: str | None = None, *, now: int,
+              kind: str | None = None, state: dict[str, Any] | None = None) -> int:
+        """Reset (empty state) or rewind (state committed by ``run_id``) as a new version."""
+        with self.tx("resetting a bookmark") as conn:
+            job = self._require_job(conn, job_name, lock=True)
+            if job.active_run_id is not None and lease_is_alive(
+                    host=job.lease_host, pid=job.lease_pid, expires_ts=job.lease_expires_ts,
+                    now=now, my_host=this_host()):
+                raise ConcurrentRunError(
+                    f"job {job_name!r} has an active run {job.active_run_id}; reset its "
+                    "bookmark after that run ends")
+            if state is None:
+                state = ({} if run_id is None
+                         else self._version_of_run(conn, job_name, run_id).state)
+            version = job.current_version + 1
+            conn.execute(versions.insert().values(
+                job_name=job_name, version=version,
+                kind=kind or ("rewind" if run_id else "reset"), run_id=None,
+                previous_run_id=job.last_run_id, source_run_id=run_id,
+                run_number=job.run_number, attempt=job.attempt, created_ts=now,
+                state=json.dumps(state, sort_keys=True)))
+            conn.execute(jobs.update().where(jobs.c.job_name == job_name)
+                         .values(current_version=version))
+            return version
+
+    # ------------------------------------------------------------------ ledger
+    def get_run(self, run_id: str) -> dict[str, Any]:
+        with self.tx("reading the ledger") as conn:
+            row = conn.execute(select(runs).where(runs.c.run_id == run_id)).first()
+        if row is None:
+            raise UnknownRunError(f"no run with id {run_id!r} in {self.display_url}")
+        return dict(row._mapping)
+
+    def list_runs(self, *, job_name: str | None = None, pipeline: str | None = None,
+                  module_id: int | None = None, last: int | None = None,
+                  statuses: tuple[str, ...] | None = None,
+                  pipeline_run_id: str | None = None) -> list[dict[str, Any]]:
+        """Ledger rows, oldest first (``last`` keeps the newest N)."""
+        q = select(runs)
+        if job_name is not None:
+            q = q.where(runs.c.job_name == job_name)
+        if pipeline is not None:
+            q = q.where(runs.c.pipeline == pipeline)
+        if module_id is not None:
+            q = q.where(runs.c.module_id == module_id)
+        if statuses:
+            q = q.where(runs.c.status.in_(statuses))
+        if pipeline_run_id is not None:
+            q = q.where(runs.c.pipeline_run_id == pipeline_run_id)
+        q = q.order_by(runs.c.run_start_ts.desc(), runs.c.run_id.desc())
+        if last is not None:
+            q = q.limit(last)
+        with self.tx("reading the ledger") as conn:
+            rows = [dict(r._mapping) for r in conn.execute(q)]
+        return rows[::-1]
+
+    def runs_to_recover(self, job_name: str) -> list[dict[str, Any]]:
+        """Finished runs of a job whose output is still staged or not yet published."""
+        q = (select(runs).where(runs.c.job_name == job_name,
+                                runs.c.publish_state.in_(("pending", "staged")),
+                                runs.c.status != RUNNING)
+             .order_by(runs.c.run_start_ts))
+        with self.tx("reading the ledger") as conn:
+            return [dict(r._mapping) for r in conn.execute(q)]
+
+    def job_names(self) -> list[str]:
+        with self.tx("reading the ledger") as conn:
+            return [r[0] for r in conn.execute(select(jobs.c.job_name).order_by(jobs.c.job_name))]
+
+    def job_row(self, job_name: str) -> dict[str, Any] | None:
+        with self.tx("reading a job") as conn:
+            row = self._job_row(conn, job_name)
+            return dict(row._mapping) if row is not None else None
