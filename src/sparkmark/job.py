@@ -110,6 +110,8 @@ class Job:
         self._records_read: int | None = None
         self._records_written = 0
         self._ledger_fields: dict[str, Any] = {}
+        self._status_override: str | None = None     # pipelines: SUCCEEDED/EMPTY by their rule
+        self._config_extra: dict[str, Any] = {}      # pipelines: merged into the ledger config
         self._active = False
         self._heartbeat: _Heartbeat | None = None
 
@@ -201,7 +203,8 @@ class Job:
         try:
             version = self.store.commit_run(
                 self.job_name, self.run_id, start_version=self.start_version,
-                new_state=new_state, status=EMPTY if empty else SUCCEEDED, now=self.clock(),
+                new_state=new_state, status=self._status_override or (EMPTY if empty else SUCCEEDED),
+                now=self.clock(),
                 fields=fields)
         except BaseException as e:
             self.fail(e)
@@ -307,6 +310,7 @@ class Job:
         cfg: dict[str, Any] = {"args": self.args.as_config() if self.args else {}}
         if self._sources:
             cfg["sources"] = self._sources
+        cfg.update(self._config_extra)
         return cfg
 
     def _stop(self) -> None:
