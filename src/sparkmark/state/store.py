@@ -427,6 +427,37 @@ class StateStore:
                          .values(current_version=version))
             return version
 
+    def rollback_runs(self, cuts: list[tuple[str, list[str], str | None]], *, now: int) -> None:
+        """Pipeline rollback, one transaction for every module: for each
+        ``(job_name, run_ids, keep_run_id)`` mark those SUCCEEDED/EMPTY runs ``ROLLED_BACK``
+        (``publish_state='removing'`` until their output is deleted) and rewind the job's
+        bookmark to what ``keep_run_id`` committed (``{}`` when None) as a new version of kind
+        ``rollback``.  Refused (nothing changed) if any of the jobs has an active run."""
+        with self.tx("rolling back runs") as conn:
+            for job_name, run_ids, keep_run_id in cuts:
+                job = self._require_job(conn, job_name, lock=True)
+                if job.active_run_id is not None and lease_is_alive(
+                        host=job.lease_host, pid=job.lease_pid, expires_ts=job.lease_expires_ts,
+                        now=now, my_host=this_host()):
+                    raise ConcurrentRunError(
+                        f"job {job_name!r} has an active run {job.active_run_id}; roll back "
+                        "after that run ends")
+                state = ({} if keep_run_id is None
+                         else self._version_of_run(conn, job_name, keep_run_id).state)
+                version = job.current_version + 1
+                conn.execute(versions.insert().values(
+                    job_name=job_name, version=version, kind="rollback", run_id=None,
+                    previous_run_id=job.last_run_id, source_run_id=keep_run_id,
+                    run_number=job.run_number, attempt=job.attempt, created_ts=now,
+                    state=json.dumps(state, sort_keys=True)))
+                conn.execute(jobs.update().where(jobs.c.job_name == job_name)
+                             .values(current_version=version))
+                if run_ids:
+                    conn.execute(runs.update().where(
+                        runs.c.job_name == job_name, runs.c.run_id.in_(list(run_ids)),
+                        runs.c.status.in_((SUCCEEDED, EMPTY))).values(
+                        status=ROLLED_BACK, publish_state="removing"))
+
     # ------------------------------------------------------------------ ledger
     def get_run(self, run_id: str) -> dict[str, Any]:
         with self.tx("reading the ledger") as conn:
