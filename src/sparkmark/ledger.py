@@ -1,0 +1,118 @@
+"""The run ledger (Overwatch's pipeline report): rows for the CLI, or a Spark DataFrame.
+
+    report_rows(store, pipeline="overwatch", last=10)     # list of dicts, times formatted
+    report_dataframe(spark, store, pipeline="overwatch")  # the same as a Spark DataFrame
+
+Times are stored in UTC epoch ms.  They are shown in ``timezone``; by default (``None``) in the
+timezone of the pipeline that wrote each row (recorded in the row's config), UTC for plain jobs.
+"""
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from .errors import PipelineError, UnknownJobError
+from .planning.windows import format_ts, get_zone
+from .state import StateStore, open_store
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+# (shown name, stored column)
+TIME_COLUMNS = (("run_start", "run_start_ts"), ("run_end", "run_end_ts"), ("from", "from_ts"),
+                ("until", "until_ts"), ("snapshot", "snapshot_ts"))
+COLUMNS = ("pipeline", "module_id", "module_name", "layer", "job_name", "run_id",
+           "pipeline_run_id", "run_number", "attempt", "status", "error", "run_start", "run_end",
+           "from", "until", "snapshot", "records_read", "records_written", "timezone", "config")
+
+
+def _store(store: StateStore | str | None) -> StateStore:
+    return store if isinstance(store, StateStore) else open_store(store)
+
+
+def ledger_rows(store: StateStore | str | None, pipeline: str | None = None,
+                module: int | str | None = None, job: str | None = None,
+                last: int | None = None) -> list[dict[str, Any]]:
+    """The raw ledger rows (times in epoch ms), oldest first; ``last`` keeps the newest N."""
+    st = _store(store)
+    if last is not None and (isinstance(last, bool) or not isinstance(last, int) or last < 1):
+        try:
+            last = int(str(last))
+            if last < 1:
+                raise ValueError
+        except ValueError:
+            raise PipelineError(f"--last must be a whole number >= 1, not {last!r}") from None
+    module_id = None
+    if module is not None:
+        text = str(module).strip()
+        if isinstance(module, bool) or not text.lstrip("-").isdigit():
+            raise PipelineError(f"bad module id {module!r}: module ids are integers such as 2011")
+        module_id = int(text)
+    rows = st.list_runs(job_name=job, pipeline=pipeline, module_id=module_id, last=last)
+    if not rows and (pipeline is not None or job is not None):
+        if job is not None and st.job_row(job) is None:
+            raise UnknownJobError(f"no job named {job!r} in state store {st.display_url}; "
+                                  "'sparkmark report' lists every run")
+        if pipeline is not None and not st.list_runs(pipeline=pipeline, last=1):
+            raise UnknownJobError(f"no runs of pipeline {pipeline!r} in state store "
+                                  f"{st.display_url}; 'sparkmark report' lists every run")
+    return rows
+
+
+def _row_timezone(row: dict[str, Any]) -> str:
+    try:
+        tz = (json.loads(row.get("config") or "{}").get("pipeline") or {}).get("timezone")
+    except (ValueError, AttributeError):
+        tz = None
+    return tz or "UTC"
+
+
+def report_rows(store: StateStore | str | None, pipeline: str | None = None,
+                module: int | str | None = None, job: str | None = None,
+                last: int | None = None, timezone: str | None = None) -> list[dict[str, Any]]:
+    """Ledger rows formatted for a table, JSON or CSV: the SPEC §8 columns, times shown in
+    ``timezone`` (default: each row's pipeline timezone) as ``YYYY-MM-DD HH:MM:SS.mmm+HH:MM``."""
+    if timezone is not None:
+        get_zone(timezone)
+    out = []
+    for r in ledger_rows(store, pipeline=pipeline, module=module, job=job, last=last):
+        tz = timezone or _row_timezone(r)
+        row = {c: r.get(c) for c in COLUMNS if c in r}
+        for shown, stored in TIME_COLUMNS:
+            row[shown] = format_ts(r.get(stored), tz)
+        row["timezone"] = tz
+        out.append({c: row.get(c) for c in COLUMNS})
+    return out
+
+
+def report_dataframe(spark: "SparkSession", store: StateStore | str | None,
+                     pipeline: str | None = None, module: int | str | None = None,
+                     job: str | None = None, last: int | None = None,
+                     timezone: str | None = None) -> "DataFrame":
+    """The ledger as a Spark DataFrame: the stored columns (times as epoch-ms longs
+    ``*_ts``) plus the times formatted in the timezone (``run_start``, ``from``, ...)."""
+    from pyspark.sql.types import (IntegerType, LongType, StringType, StructField,
+                                   StructType)
+    if timezone is not None:
+        get_zone(timezone)
+    raw = ledger_rows(store, pipeline=pipeline, module=module, job=job, last=last)
+    fields = [("pipeline", StringType()), ("module_id", IntegerType()),
+              ("module_name", StringType()), ("layer", StringType()), ("job_name", StringType()),
+              ("run_id", StringType()), ("pipeline_run_id", StringType()),
+              ("run_number", IntegerType()), ("attempt", IntegerType()),
+              ("status", StringType()), ("error", StringType()),
+              ("run_start_ts", LongType()), ("run_end_ts", LongType()), ("from_ts", LongType()),
+              ("until_ts", LongType()), ("snapshot_ts", LongType()),
+              ("records_read", LongType()), ("records_written", LongType()),
+              ("config", StringType()), ("timezone", StringType())]
+    fields += [(shown, StringType()) for shown, _ in TIME_COLUMNS]
+    schema = StructType([StructField(n, t, True) for n, t in fields])
+    data = []
+    for r in raw:
+        tz = timezone or _row_timezone(r)
+        values = {n: r.get(n) for n, _ in fields}
+        values["timezone"] = tz
+        for shown, stored in TIME_COLUMNS:
+            values[shown] = format_ts(r.get(stored), tz)
+        data.append(tuple(values[n] for n, _ in fields))
+    return spark.createDataFrame(data, schema)
