@@ -303,14 +303,21 @@ class _Connection:
             return sql + " LIMIT 1"
         return sql + " OFFSET 0 ROWS FETCH NEXT 1 ROWS ONLY"
 
-    def _tables(self, schema: str | None, name: str) -> list[tuple[str | None, str | None, str]]:
+    def _tables(self, schema: str | None, name: str, *, fold: bool = False
+                ) -> list[tuple[str | None, str | None, str]]:
+        """Tables named exactly ``name`` (in ``schema``); with ``fold``, compared ignoring case
+        (this lists every table, so it is only the last resort)."""
         md = self._conn.getMetaData()
-        rs = md.getTables(None, self._pattern(schema), self._pattern(name), None)
+        if fold:
+            rs = md.getTables(None, None, None, None)
+        else:
+            rs = md.getTables(None, self._pattern(schema), self._pattern(name), None)
+        same = (lambda a, b: a.lower() == b.lower()) if fold else (lambda a, b: a == b)
         out = []
         while rs.next():
             tn = rs.getString("TABLE_NAME")
             ts = rs.getString("TABLE_SCHEM")
-            if tn == name and (schema is None or ts == schema):
+            if same(tn, name) and (schema is None or (ts is not None and same(ts, schema))):
                 out.append((rs.getString("TABLE_CAT"), ts, tn))
         rs.close()
         return out
@@ -331,6 +338,11 @@ class _Connection:
                         break
                 if found:
                     break
+            if not found:
+                for schema, name in forms:
+                    found = self._tables(schema, name, fold=True)
+                    if found:
+                        break
             if len(found) > 1:
                 current = _safe(lambda: self._conn.getSchema())
                 mine = [f for f in found if f[1] == current]
