@@ -1,0 +1,114 @@
+"""The ledger report: rows for table/JSON/CSV, filters, timezones, and the Spark DataFrame."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import pytest
+
+from sparkmark import Job, Pipeline
+from sparkmark.errors import PipelineError, UnknownJobError
+from sparkmark.ledger import COLUMNS, ledger_rows, report_dataframe, report_rows
+from sparkmark.planning.windows import DAY_MS, parse_time
+
+DAY0 = parse_time("2024-03-01")
+
+
+@pytest.fixture
+def filled(spark, tmp_path, state_url, clock):
+    """Pipeline 'paris' (Europe/Paris, modules 1 and 2, two runs) and one plain job run."""
+    clock.now = DAY0 + 2 * DAY_MS
+    p = Pipeline("paris", spark, state=state_url, primordial_date="2024-03-01",
+                 timezone="Europe/Paris", clock=clock)
+
+    @p.module(id=1, name="One", layer="bronze", target=str(tmp_path / "one"))
+    def one(ctx):
+        return ctx.spark.range(2)
+
+    @p.module(id=2, name="Two", layer="silver", target=str(tmp_path / "two"), depends_on=[1])
+    def two(ctx):
+        return ctx.spark.range(1)
+
+    first = p.run()
+    clock.advance(DAY_MS)
+    second = p.run(modules=[1])
+    job = Job(spark, state=state_url, clock=clock)
+    job.init("plain", {})
+    job.commit()
+    return p, first, second
+
+
+def test_report_rows_columns_times_and_filters(filled, state_url):
+    p, first, second = filled
+    rows = report_rows(state_url, pipeline="paris")
+    assert [(r["module_id"], r["status"]) for r in rows] == [(1, "SUCCEEDED"), (2, "SUCCEEDED"),
+                                                             (1, "SUCCEEDED")]
+    assert list(rows[0]) == list(COLUMNS)
+    for col in ("pipeline", "module_id", "module_name", "layer", "run_id", "run_number",
+                "attempt", "status", "error", "run_start", "run_end", "from", "until",
+                "snapshot", "records_read", "records_written", "config"):
+        assert col in rows[0]
+    # dates are read in the pipeline's timezone (primordial: midnight in Paris); times are
+    # stored in UTC and shown in the pipeline's timezone (Paris is UTC+1 in March)
+    assert rows[0]["from"] == "2024-03-01 00:00:00.000+01:00"
+    assert rows[0]["until"] == "2024-03-03 01:00:00.000+01:00"
+    assert rows[0]["timezone"] == "Europe/Paris"
+    assert rows[0]["pipeline_run_id"] == first.run_id and rows[2]["pipeline_run_id"] == \
+        second.run_id
+    assert rows[0]["records_written"] == 2 and rows[0]["run_number"] == 1
+    assert rows[2]["run_number"] == 2
+    assert json.loads(rows[0]["config"])["pipeline"]["timezone"] == "Europe/Paris"
+    # an explicit timezone wins
+    utc = report_rows(state_url, pipeline="paris", timezone="UTC")
+    assert utc[0]["from"] == "2024-02-29 23:00:00.000+00:00"
+    assert utc[0]["until"] == "2024-03-03 00:00:00.000+00:00"
+    # filters
+    assert [r["module_id"] for r in report_rows(state_url, pipeline="paris", module=2)] == [2]
+    assert [r["module_id"] for r in report_rows(state_url, pipeline="paris", module="1")] == \
+        [1, 1]
+    last = report_rows(state_url, pipeline="paris", last=1)
+    assert len(last) == 1 and last[0]["pipeline_run_id"] == second.run_id
+    everything = report_rows(state_url)
+    assert {r["job_name"] for r in everything} == {"paris.1", "paris.2", "plain"}
+    plain = report_rows(state_url, job="plain")
+    assert plain[0]["pipeline"] is None and plain[0]["timezone"] == "UTC"
+    # JSON and CSV serialisable as they are
+    json.dumps(rows)
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=COLUMNS)
+    w.writeheader()
+    w.writerows(rows)
+    assert len(list(csv.DictReader(io.StringIO(buf.getvalue())))) == 3
+
+
+def _check_errors(state_url):
+    with pytest.raises(UnknownJobError, match="no runs of pipeline 'nope'"):
+        report_rows(state_url, pipeline="nope")
+    with pytest.raises(UnknownJobError, match="no job named 'nojob'"):
+        report_rows(state_url, job="nojob")
+    for bad in (0, -3, "x"):
+        with pytest.raises(PipelineError, match="--last must be a whole number"):
+            report_rows(state_url, last=bad)
+    with pytest.raises(PipelineError, match="bad module id 'abc'"):
+        report_rows(state_url, module="abc")
+    with pytest.raises(PipelineError, match="unknown timezone"):
+        report_rows(state_url, timezone="Mars/Olympus")
+    assert report_rows(state_url, pipeline="paris", module=99) == []
+
+
+def test_report_dataframe_and_errors(filled, spark, state_url):
+    p, first, _ = filled
+    _check_errors(state_url)
+    df = p.report()
+    assert df.count() == 3
+    types = dict(df.dtypes)
+    assert types["from_ts"] == "bigint" and types["module_id"] == "int"
+    assert types["from"] == "string" and types["status"] == "string"
+    r = df.where("module_id = 2").collect()[0]
+    assert r.from_ts == DAY0 - 3_600_000 and r["from"] == "2024-03-01 00:00:00.000+01:00"
+    assert r.pipeline_run_id == first.run_id
+    raw = ledger_rows(state_url, pipeline="paris")
+    assert sorted(x.run_id for x in df.collect()) == sorted(x["run_id"] for x in raw)
+    df2 = report_dataframe(spark, state_url, pipeline="paris", last=1, timezone="UTC")
+    assert df2.count() == 1 and df2.collect()[0]["timezone"] == "UTC"
