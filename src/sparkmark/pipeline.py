@@ -173,6 +173,10 @@ class RunSummary:
         return head + "\n" + _table(self.rows, ["module_id", "module_name", "layer", "status",
                                                 "from", "until", "records_written", "error"])
 
+    def __rich__(self):
+        from rich.text import Text
+        return Text(str(self))
+
 
 @dataclass
 class RollbackModule:
@@ -226,6 +230,10 @@ class RollbackPlan:
                                         "records_written", "files"]))
         lines.extend(f"warning: {w}" for w in self.warnings)
         return "\n".join(lines)
+
+    def __rich__(self):
+        from rich.text import Text
+        return Text(str(self))
 
 
 def _table(rows: list[dict[str, Any]], cols: list[str]) -> str:
