@@ -101,6 +101,8 @@ def current_schema_version(conn: Connection) -> int | None:
 
 def ensure_schema(conn: Connection) -> int:
     """Create or upgrade the schema inside the caller's transaction; return the version found."""
+    if conn.dialect.name == "postgresql":  # first use by several processes at once: one at a time
+        conn.exec_driver_sql("SELECT pg_advisory_xact_lock(72006513)")
     found = current_schema_version(conn)
     if found is None:
         metadata.create_all(conn)

@@ -147,7 +147,7 @@ class StateStore:
             kwargs["connect_args"] = {"connect_timeout": 10}
         else:
             raise StateStoreError(
-                f"unsupported state store {backend!r} in {self.display_url!r}: {hint}")
+                f"unsupported state URL scheme {backend!r} in {self.display_url!r}: {hint}")
         try:
             engine = sa.create_engine(url, **kwargs)
         except (ArgumentError, NoSuchModuleError, ImportError) as e:
@@ -482,7 +482,8 @@ class StateStore:
             q = q.where(runs.c.status.in_(statuses))
         if pipeline_run_id is not None:
             q = q.where(runs.c.pipeline_run_id == pipeline_run_id)
-        q = q.order_by(runs.c.run_start_ts.desc(), runs.c.run_id.desc())
+        q = q.order_by(runs.c.run_start_ts.desc(), runs.c.job_name.desc(),
+                       runs.c.run_number.desc(), runs.c.attempt.desc())
         if last is not None:
             q = q.limit(last)
         with self.tx("reading the ledger") as conn:

@@ -1,0 +1,98 @@
+"""The real `sparkmark` console script: bookmark admin, report, and one-line errors."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sparkmark import Job
+from sparkmark.options import ENABLE
+
+EN = {"job_bookmark_option": ENABLE}
+SPARKMARK = str(Path(sys.executable).with_name("sparkmark"))
+
+
+def cli(*args, env=None, cwd=None):
+    e = dict(os.environ)
+    e.pop("SPARKMARK_STATE", None)
+    e.update(env or {})
+    return subprocess.run([SPARKMARK, *args], capture_output=True, text=True, env=e, cwd=cwd,
+                          timeout=120)
+
+
+def _runs(url, clock, n=2):
+    ids = []
+    for i in range(n):
+        job = Job(None, state=url, clock=clock).init("orders", EN)
+        job._bookmark_for("src")
+        job._stage_state("src", {"high": i}, {"new_input": True})
+        job.commit()
+        ids.append(job.run_id)
+        clock.advance(1000)
+    return ids
+
+
+def test_bookmark_get_history_reset_rewind(state_url, clock):
+    r1, r2 = _runs(state_url, clock)
+    res = cli("--state", state_url, "bookmark", "get", "orders")
+    assert res.returncode == 0, res.stderr
+    entry = json.loads(res.stdout)
+    assert set(entry) == {"JobName", "Version", "Run", "Attempt", "PreviousRunId", "RunId",
+                          "JobBookmark"}
+    assert (entry["Version"], entry["Run"], entry["RunId"], entry["PreviousRunId"]) == \
+        (2, 2, r2, r1)
+    assert entry["JobBookmark"] == {"src": {"high": 1}}
+
+    res = cli("bookmark", "get", "orders", "--run-id", r1, env={"SPARKMARK_STATE": state_url})
+    assert json.loads(res.stdout)["JobBookmark"] == {"src": {"high": 0}}
+
+    res = cli("--state", state_url, "bookmark", "reset", "orders", "--run-id", r1)
+    assert res.returncode == 0 and "version 3" in res.stdout
+    res = cli("--state", state_url, "bookmark", "history", "orders", "--format", "json")
+    hist = json.loads(res.stdout)
+    assert [h["Kind"] for h in hist] == ["initial", "commit", "commit", "rewind"]
+    assert hist[-1]["JobBookmark"] == {"src": {"high": 0}}
+    res = cli("--state", state_url, "bookmark", "history", "orders")
+    assert res.returncode == 0 and "rewind" in res.stdout
+    res = cli("--state", state_url, "bookmark", "reset", "orders")
+    assert res.returncode == 0
+    assert json.loads(cli("--state", state_url, "bookmark", "get", "orders").stdout)[
+        "JobBookmark"] == {}
+
+
+def _assert_one_line_error(res, needle):
+    assert res.returncode == 2, (res.stdout, res.stderr)
+    assert "Traceback" not in res.stderr + res.stdout
+    lines = [line for line in res.stderr.strip().splitlines() if line.strip()]
+    assert lines and lines[0].startswith("error:"), res.stderr
+    assert needle in res.stderr
+
+
+def test_cli_errors_are_one_clear_line(tmp_path, clock):
+    url = f"sqlite:///{tmp_path}/s.db"
+    _runs(url, clock, 1)
+    _assert_one_line_error(cli("--state", url, "bookmark", "get", "ghost"), "no job named")
+    _assert_one_line_error(cli("--state", url, "bookmark", "get", "orders", "--run-id", "zz"),
+                           "has no committed bookmark")
+    _assert_one_line_error(cli("--state", url, "bookmark", "reset", "orders", "--run-id", "zz"),
+                           "has no committed bookmark")
+    _assert_one_line_error(cli("--state", "what://is this", "bookmark", "get", "x"),
+                           "state URL")
+    res = cli("--state", "postgresql+psycopg://bob:hunter2@127.0.0.1:1/x", "bookmark", "get", "x")
+    _assert_one_line_error(res, "unreachable")
+    assert "hunter2" not in res.stderr + res.stdout
+    _assert_one_line_error(cli("--state", url, "bookmark", "history", "orders", "-f", "xml"),
+                           "unknown --format")
+    # nothing changed by any of that
+    entry = json.loads(cli("--state", url, "bookmark", "get", "orders").stdout)
+    assert entry["Version"] == 1
+
+
+def test_default_state_in_working_directory(tmp_path):
+    res = cli("bookmark", "get", "nothing-yet", cwd=tmp_path)
+    _assert_one_line_error(res, "no job named")
+    assert (tmp_path / ".sparkmark" / "state.db").is_file()

@@ -1,0 +1,137 @@
+"""One active run per job: two Job objects, two racing processes, kill -9, other hosts."""
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from sparkmark import Bookmarks, Job
+from sparkmark.errors import BookmarkConflictError, ConcurrentRunError
+from sparkmark.options import ENABLE
+
+EN = {"job_bookmark_option": ENABLE}
+
+
+def test_second_job_object_fails_naming_the_active_run(state_url, clock):
+    a = Job(None, state=state_url, clock=clock).init("orders", EN)
+    b = Job(None, state=state_url, clock=clock)
+    with pytest.raises(ConcurrentRunError) as e:
+        b.init("orders", EN)
+    assert a.run_id in str(e.value) and "orders" in str(e.value)
+    a.commit()
+    b.init("orders", EN).commit()  # free again once the first run ended
+    runs = a.store.list_runs(job_name="orders")
+    assert [r["status"] for r in runs] == ["SUCCEEDED", "SUCCEEDED"]
+
+
+def _racer(url, barrier, results, release):
+    job = Job(None, state=url)
+    barrier.wait()
+    try:
+        job.init("race", EN)
+    except ConcurrentRunError as e:
+        results.put(("lost", str(e)))
+        return
+    results.put(("won", job.run_id))
+    release.wait(30)
+    job.commit()
+
+
+def test_two_processes_racing_init(state_url):
+    ctx = mp.get_context("spawn")
+    barrier, release, results = ctx.Barrier(2), ctx.Event(), ctx.Queue()
+    procs = [ctx.Process(target=_racer, args=(state_url, barrier, results, release))
+             for _ in range(2)]
+    for p in procs:
+        p.start()
+    got = [results.get(timeout=60) for _ in procs]
+    release.set()
+    for p in procs:
+        p.join(60)
+    outcomes = sorted(g[0] for g in got)
+    assert outcomes == ["lost", "won"]
+    winner = next(g[1] for g in got if g[0] == "won")
+    loser_msg = next(g[1] for g in got if g[0] == "lost")
+    assert winner in loser_msg
+    runs = Job(None, state=state_url).store.list_runs(job_name="race")
+    assert [(r["run_id"], r["status"]) for r in runs] == [(winner, "SUCCEEDED")]
+
+
+HOLDER = textwrap.dedent("""
+    import sys, time
+    from sparkmark import Job
+    job = Job(None, state=sys.argv[1]).init("held", {"job_bookmark_option": "job-bookmark-enable"})
+    job._bookmark_for("src"); job._stage_state("src", {"n": 1}, {"new_input": True})
+    print(job.run_id, flush=True)
+    time.sleep(600)
+""")
+
+
+def test_kill_9_lease_is_taken_over_at_once(state_url, clock):
+    proc = subprocess.Popen([sys.executable, "-c", HOLDER, state_url], stdout=subprocess.PIPE,
+                            text=True, start_new_session=True)
+    try:
+        held_run = proc.stdout.readline().strip()
+        assert len(held_run) == 32
+        with pytest.raises(ConcurrentRunError, match=held_run):
+            Job(None, state=state_url).init("held", EN)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    job = Job(None, state=state_url).init("held", EN)  # no waiting for expiry
+    assert job.attempt == 1
+    job.commit()
+    runs = {r["run_id"]: r for r in job.store.list_runs(job_name="held")}
+    assert runs[held_run]["status"] == "FAILED"
+    assert "taken over by run " + job.run_id in runs[held_run]["error"]
+    assert runs[job.run_id]["status"] == "SUCCEEDED"
+    assert Bookmarks(state_url).get("held")["JobBookmark"] == {}  # the dead run saved nothing
+
+
+def test_lease_from_another_host_is_taken_over_once_expired(state_url, clock):
+    job = Job(None, state=state_url, clock=clock)
+    start = job.store.begin_run("remote", run_id="f" * 32, option=ENABLE, now=clock(),
+                                snapshot_ts=clock(), lease_ms=60_000, pid=1,
+                                host="some-other-host")
+    assert start.attempt == 0
+    clock.advance(59_000)
+    with pytest.raises(ConcurrentRunError, match="some-other-host"):
+        job.init("remote", EN)
+    clock.advance(2_000)
+    job.init("remote", EN)
+    assert job.attempt == 1
+    job.commit()
+    runs = {r["run_id"]: r["status"] for r in job.store.list_runs(job_name="remote")}
+    assert runs == {"f" * 32: "FAILED", job.run_id: "SUCCEEDED"}
+
+
+def test_heartbeat_keeps_the_lease_alive(sqlite_url):
+    job = Job(None, state=sqlite_url, lease_ms=600).init("beat", EN)
+    first = job.store.job_row("beat")["lease_expires_ts"]
+    time.sleep(0.8)
+    assert job.store.job_row("beat")["lease_expires_ts"] > first
+    job.commit()
+    assert job.store.job_row("beat")["active_run_id"] is None
+
+
+def test_taken_over_run_cannot_commit(state_url, clock):
+    old = Job(None, state=state_url, clock=clock, lease_ms=1000).init("split", EN)
+    old._heartbeat.stop()
+    # Another host's view: the old lease looks expired, so a new run takes over.
+    new = Job(None, state=state_url, clock=lambda: clock.now + 10**9)
+    new.store.engine.dispose()
+    row = new.store.job_row("split")
+    assert row["active_run_id"] == old.run_id
+    from sparkmark.state.schema import jobs
+    with new.store.tx() as conn:  # pretend the old run lives on another host
+        conn.execute(jobs.update().values(lease_host="elsewhere"))
+    new.init("split", EN)
+    with pytest.raises(BookmarkConflictError, match="no longer holds the job's lease"):
+        old.commit()
+    new.commit()
