@@ -211,7 +211,7 @@ class RollbackPlan:
                 out.append({"module_id": m.module_id, "module_name": m.module_name,
                             "cut": format_ts(m.cut_ts, self.timezone), "run_id": r["run_id"],
                             "pipeline_run_id": r.get("pipeline_run_id"),
-                            "status": r["status"],
+                            "status": r["status"] if self.dry_run else ROLLED_BACK,
                             "from": format_ts(r.get("from_ts"), self.timezone),
                             "until": format_ts(r.get("until_ts"), self.timezone),
                             "records_written": r.get("records_written"),
