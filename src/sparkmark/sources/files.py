@@ -1,0 +1,433 @@
+"""``job.read.files``: bookmarked file sources (SPEC §3), thin adapters around the pure planner.
+
+1. *List* every input file once, with its modification time and size, through Hadoop's
+   FileSystem in the JVM (any Spark path: ``file:``, ``hdfs:``, ``s3a:``, ``abfs:``, ``gs:``...).
+   One ``listStatus`` call per directory level, its statuses handed to Python as one string, so
+   100,000 files list in seconds; local directories are listed with ``os.scandir`` (the same
+   paths, times and sizes, faster).  Hidden files and directories (``.x``, ``_x``) are skipped
+   like Spark skips them; ``key=value`` directories are always entered (partitions), other
+   directories only with ``recurse=true``; ``exclusions`` globs match the path relative to the
+   root (or the full path).
+2. *Plan* with :func:`sparkmark.planning.bands.plan_band` (or ``plan_replay`` for pause with
+   from/to, or everything when bookmarks are off).
+3. *Read* only the selected files, by path, with ``basePath`` set to the root so partition
+   columns are kept.  An old file is never opened.
+
+Bad input is one :class:`SourceError`/:class:`ConfigError` raised before anything is read.
+Corrupt input: JSON, CSV and XML are read with ``mode=FAILFAST`` unless ``mode`` is given, so a
+malformed record fails the run (schema inference at read time raises a ``SourceError``; with a
+given schema the action that consumes the DataFrame fails, e.g. ``job.write`` raises a
+``SinkError``), and the bookmark does not move.  Ask for Spark's handling instead with
+``mode=PERMISSIVE`` (plus ``columnNameOfCorruptRecord``) or ``mode=DROPMALFORMED``, and
+``ignoreCorruptFiles=true`` for unreadable parquet/orc/avro files.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+from typing import TYPE_CHECKING, Any, Sequence
+
+from ..errors import ConfigError, SourceError
+from ..planning.bands import (BandOptions, BandState, FileEntry, excluded, glob_to_regex,
+                              plan_all, plan_band, plan_replay, split_options)
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from ..job import Job
+
+FORMATS = ("json", "csv", "parquet", "orc", "avro", "xml", "text")
+_PARSED_FORMATS = ("json", "csv", "xml")
+_GLOB_CHARS = re.compile(r"[*?\[{]")
+_STATUS = re.compile(
+    r"\{path=(.*?); isDirectory=(true|false)(?:; length=(\d+))?.*?; modification_time=(-?\d+);",
+    re.DOTALL)
+
+
+# ---------------------------------------------------------------------- options
+def check_format(fmt: Any) -> str:
+    name = str(fmt or "").strip().lower()
+    if name not in FORMATS:
+        raise SourceError(f"unknown file format {fmt!r}; use one of {', '.join(FORMATS)}")
+    return name
+
+
+def reader_options(fmt: str, options: dict[str, Any]) -> tuple[dict[str, str], Any]:
+    """Spark reader options as strings, plus the ``schema`` option (DDL, JSON or StructType)."""
+    from pyspark.sql.types import StructType
+    opts: dict[str, str] = {}
+    schema = None
+    for key, value in options.items():
+        if key.lower() == "schema":
+            schema = value
+            continue
+        if key.lower() == "badrecordspath":
+            raise ConfigError(
+                "option badRecordsPath is a Databricks option that open-source Spark ignores; "
+                "use mode=PERMISSIVE with columnNameOfCorruptRecord to keep bad records, or "
+                "mode=DROPMALFORMED to drop them")
+        if key.lower() in ("path", "paths"):
+            raise ConfigError(f"option {key!r} is not allowed: give the input as the path "
+                              "argument of job.read.files")
+        opts[key] = str(value).lower() if isinstance(value, bool) else str(value)
+    if fmt == "xml" and not any(k.lower() == "rowtag" for k in opts):
+        raise ConfigError("format 'xml' needs the rowTag option (the element that is one row), "
+                          "e.g. options={'rowTag': 'order'}")
+    if fmt in _PARSED_FORMATS and not any(k.lower() == "mode" for k in opts):
+        opts["mode"] = "FAILFAST"
+    if schema is not None and not isinstance(schema, StructType):
+        schema = _parse_schema(schema)
+    return opts, schema
+
+
+def _parse_schema(schema: Any):
+    from pyspark.sql.types import StructType
+    text = str(schema).strip()
+    try:
+        if text.startswith("{"):
+            return StructType.fromJson(json.loads(text))
+        from pyspark.sql.types import _parse_datatype_string
+        parsed = _parse_datatype_string(text)
+    except Exception as e:  # noqa: BLE001 - any parse failure is the user's schema
+        raise ConfigError(f"option schema {text[:200]!r} cannot be parsed ({_first_line(e)}); "
+                          "give a DDL string such as 'id INT, name STRING' or a StructType") \
+            from None
+    if not isinstance(parsed, StructType):
+        raise ConfigError(f"option schema {text[:200]!r} is not a list of columns; give a DDL "
+                          "string such as 'id INT, name STRING'")
+    return parsed
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip()
+    for line in text.splitlines():
+        line = line.strip()
+        if line and not line.startswith(("at ", "JVM stacktrace")):
+            return line[:500]
+    return type(e).__name__
+
+
+# ---------------------------------------------------------------------- listing
+def _hidden(name: str) -> bool:
+    """Spark's rule for files and directories it skips."""
+    return ((name.startswith("_") and "=" not in name) or name.startswith(".")
+            or name.endswith("._COPYING_"))
+
+
+class Listing:
+    """The files under one or more roots, with the base path of each file's root."""
+
+    def __init__(self) -> None:
+        self.entries: list[FileEntry] = []
+        self.base_of: dict[str, str | None] = {}  # file path -> basePath (None: a file root)
+        self.roots: list[str] = []
+
+
+def list_inputs(spark: "SparkSession", paths: Sequence[str], opts: BandOptions, *,
+                fast_local: bool = True) -> Listing:
+    patterns = [glob_to_regex(g) for g in opts.exclusions]
+    out = Listing()
+    jvm = spark.sparkContext._jvm
+    conf = spark.sparkContext._jsc.hadoopConfiguration()
+    for raw in paths:
+        try:
+            jpath = jvm.org.apache.hadoop.fs.Path(raw)
+            fs = jpath.getFileSystem(conf)
+            qualified = fs.makeQualified(jpath)
+        except Exception as e:  # noqa: BLE001 - bad scheme, bad URI
+            raise SourceError(f"cannot open input path {raw!r}: {_first_line(e)}; check the "
+                              "path and its scheme (file:, hdfs:, s3a:, ...)") from None
+        try:
+            if _GLOB_CHARS.search(raw):
+                matches = fs.globStatus(qualified)
+                found = [] if matches is None else _parse_statuses(spark, matches)
+            else:
+                found = (_parse_statuses(spark, [fs.getFileStatus(qualified)])
+                         if fs.exists(qualified) else [])
+        except Exception as e:  # noqa: BLE001
+            raise SourceError(f"cannot list input path {raw!r}: {_first_line(e)}") from None
+        if not found:
+            raise SourceError(f"input path {raw!r} does not exist (or matches no file); check "
+                              "the path, or create the directory before the first run")
+        for path, is_dir, size, mtime in found:
+            out.roots.append(path)
+            if not is_dir:
+                out.entries.append(FileEntry(mtime=mtime, path=path, size=size))
+                out.base_of[path] = None
+                continue
+            if fast_local and path.startswith("file:/"):
+                files = _list_local(path, opts.recurse)
+            else:
+                files = _list_hadoop(spark, fs, path, opts.recurse)
+            root = path.rstrip("/")
+            for fpath, size_, mtime_ in files:
+                rel = fpath[len(root) + 1:]
+                if patterns and excluded(fpath, rel, patterns):
+                    continue
+                out.entries.append(FileEntry(mtime=mtime_, path=fpath, size=size_))
+                out.base_of[fpath] = root
+    return out
+
+
+def _list_local(root: str, recurse: bool) -> list[tuple[str, int, int]]:
+    """``os.scandir`` walk of a ``file:`` directory, same answers as Hadoop's local FS."""
+    out = []
+    prefix = "file:"
+    stack = [root[len(prefix):]]
+    while stack:
+        d = stack.pop()
+        try:
+            it = os.scandir(d)
+        except OSError as e:
+            raise SourceError(f"cannot list directory {d}: {e.strerror}; check its "
+                              "permissions") from None
+        with it:
+            for ent in it:
+                name = ent.name
+                if _hidden(name):
+                    continue
+                try:
+                    if ent.is_dir():
+                        if recurse or "=" in name:
+                            stack.append(f"{d.rstrip('/')}/{name}")
+                        continue
+                    st = ent.stat()
+                except FileNotFoundError:
+                    continue  # removed while listing
+                out.append((f"{prefix}{d.rstrip('/')}/{name}", st.st_size,
+                            st.st_mtime_ns // 1_000_000))
+    return out
+
+
+def _list_hadoop(spark: "SparkSession", fs, root: str, recurse: bool) -> list[tuple[str, int, int]]:
+    """Level by level: one ``listStatus(Path[])`` call per depth, not per file."""
+    jvm = spark.sparkContext._jvm
+    gateway = spark.sparkContext._gateway
+    out = []
+    level = [root]
+    while level:
+        arr = gateway.new_array(jvm.org.apache.hadoop.fs.Path, len(level))
+        for i, d in enumerate(level):
+            arr[i] = jvm.org.apache.hadoop.fs.Path(d)
+        try:
+            statuses = fs.listStatus(arr)
+        except Exception as e:  # noqa: BLE001
+            raise SourceError(f"cannot list {root}: {_first_line(e)}") from None
+        level = []
+        for path, is_dir, size, mtime in _parse_statuses(spark, statuses):
+            name = path.rstrip("/").rsplit("/", 1)[-1]
+            if _hidden(name):
+                continue
+            if is_dir:
+                if recurse or "=" in name:
+                    level.append(path)
+            else:
+                out.append((path, size, mtime))
+    return out
+
+
+def _parse_statuses(spark: "SparkSession", statuses) -> list[tuple[str, bool, int, int]]:
+    """FileStatus objects to (path, is_dir, size, mtime) with O(1) py4j calls.
+
+    ``Arrays.toString`` renders every status in the JVM (``FileStatus{path=...; isDirectory=...;
+    length=...; ... modification_time=...; ...}``); if the rendering cannot be parsed (an odd
+    file system or path) the statuses are read one by one instead.
+    """
+    if isinstance(statuses, list):
+        return [_status_slow(s) for s in statuses]
+    n = len(statuses)
+    if n == 0:
+        return []
+    sc = spark.sparkContext
+    jvm = sc._jvm
+    try:
+        cls = sc._gateway.new_array(jvm.java.lang.Class, 1)
+        cls[0] = jvm.java.lang.Class.forName("[Ljava.lang.Object;")
+        method = jvm.java.lang.Class.forName("java.util.Arrays").getMethod("toString", cls)
+        args = sc._gateway.new_array(jvm.java.lang.Object, 1)
+        args[0] = statuses
+        text = method.invoke(None, args)
+        parsed = [(p, d == "true", int(size or 0), int(m))
+                  for p, d, size, m in _STATUS.findall(text)]
+        if len(parsed) == n:
+            return parsed
+    except Exception:  # noqa: BLE001 - fall back to the per-status path below
+        pass
+    return [_status_slow(statuses[i]) for i in range(n)]
+
+
+def _status_slow(st) -> tuple[str, bool, int, int]:
+    return (st.getPath().toString(), bool(st.isDirectory()), int(st.getLen()),
+            int(st.getModificationTime()))
+
+
+# ---------------------------------------------------------------------- reading
+def has_spark_avro(spark: "SparkSession") -> bool:
+    jvm = spark.sparkContext._jvm
+    try:
+        loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
+        jvm.java.lang.Class.forName("org.apache.spark.sql.avro.AvroFileFormat", False, loader)
+        return True
+    except Exception:  # noqa: BLE001
+        return False
+
+
+_registered: set[int] = set()
+
+
+def _register_avro(spark: "SparkSession") -> None:
+    key = id(spark._jsparkSession)
+    if key not in _registered:
+        from .avro import AvroDataSource
+        spark.dataSource.register(AvroDataSource)
+        _registered.add(key)
+
+
+def load(spark: "SparkSession", fmt: str, files: Sequence[FileEntry], listing: Listing,
+         opts: dict[str, str], schema, fallback_schema=None) -> "DataFrame":
+    """Read exactly ``files`` (by path); partition columns come from each root's basePath."""
+    from pyspark.sql.types import StructType
+    if not files:
+        use = schema if schema is not None else fallback_schema
+        if fmt == "text" and use is None:
+            use = StructType.fromDDL("value STRING")
+        return spark.createDataFrame([], use if use is not None else StructType([]))
+    groups: dict[str | None, list[str]] = {}
+    for f in files:
+        groups.setdefault(listing.base_of.get(f.path), []).append(f.path)
+    frames = []
+    avro_fallback = fmt == "avro" and not has_spark_avro(spark)
+    for base, paths in groups.items():
+        if avro_fallback:
+            frames.append(_load_avro_fallback(spark, paths, base, schema, opts))
+            continue
+        reader = spark.read.format(fmt).options(**opts)
+        if base is not None and not any(k.lower() == "basepath" for k in opts):
+            reader = reader.option("basePath", base)
+        if schema is not None:
+            reader = reader.schema(schema)
+        try:
+            frames.append(reader.load(paths))
+        except Exception as e:  # noqa: BLE001
+            raise SourceError(f"cannot read the {fmt} input ({len(paths)} new file(s) under "
+                              f"{base or paths[0]}): {_first_line(e)}; fix or remove the file, "
+                              "or see docs/files.md for PERMISSIVE/ignoreCorruptFiles") from None
+    df = frames[0]
+    for other in frames[1:]:
+        df = df.unionByName(other, allowMissingColumns=True)
+    return df
+
+
+def _load_avro_fallback(spark, paths: list[str], base: str | None, schema, opts) -> "DataFrame":
+    from .avro import AvroSchemaError, NAME, file_schema
+    bad = [p for p in paths if not p.startswith("file:")]
+    if bad:
+        raise SourceError(
+            f"reading avro from {bad[0]} needs the spark-avro package (the built-in fallback "
+            "reads local files only): start Spark with --packages "
+            "org.apache.spark:spark-avro_2.13:<your Spark version>")
+    ignore = opts.get("ignoreCorruptFiles", "false").lower() == "true"
+    if schema is None:
+        try:
+            file_schema(paths[0])
+        except AvroSchemaError as e:
+            raise SourceError(f"cannot read avro file {paths[0]}: {e}; the built-in fallback "
+                              "reader cannot map it, use spark-avro") from None
+        except Exception as e:  # noqa: BLE001
+            if not ignore:
+                raise SourceError(f"cannot read avro file {paths[0]}: {_first_line(e)}; fix or "
+                                  "remove the file") from None
+    _register_avro(spark)
+    parts = max(1, min(len(paths), spark.sparkContext.defaultParallelism * 2))
+    reader = (spark.read.format(NAME).option("paths", json.dumps(paths))
+              .option("numPartitions", str(parts)))
+    if base is not None:
+        reader = reader.option("basePath", base)
+    if schema is not None:
+        reader = reader.option("schema", schema.json())
+    try:
+        return reader.load()
+    except Exception as e:  # noqa: BLE001
+        raise SourceError(f"cannot read the avro input under {base or paths[0]}: "
+                          f"{_first_line(e)}") from None
+
+
+# ---------------------------------------------------------------------- the source
+def _as_paths(path: Any) -> list[str]:
+    if isinstance(path, str):
+        paths = [path]
+    elif isinstance(path, (list, tuple)):
+        paths = list(path)
+    else:
+        raise ConfigError(f"path must be a string or a list of strings, not {type(path).__name__}")
+    if not paths or any(not isinstance(p, str) or not p.strip() for p in paths):
+        raise ConfigError(f"path {path!r} is empty; give the input directory (or files)")
+    return [p.strip() for p in paths]
+
+
+def read_files(job: "Job", path: str | Sequence[str], *, format: str = "json",
+               transformation_ctx: str | None = None,
+               options: dict[str, Any] | None = None) -> "DataFrame":
+    """The new input under ``path`` as a DataFrame (SPEC §2, §3). See the module docstring."""
+    job._require_active("read")
+    fmt = check_format(format)
+    band_opts, rest = split_options(options)
+    opts, schema = reader_options(fmt, rest)
+    paths = _as_paths(path)
+    listing = list_inputs(job.spark, paths, band_opts)
+
+    bookmark = job._bookmark_for(transformation_ctx)
+    try:
+        info: dict[str, Any] = {"format": fmt, "path": paths if len(paths) > 1 else paths[0]}
+        element = None
+        previous = None
+        if bookmark is None:
+            selected = plan_all(listing.entries)
+            info["read"] = "all"
+        elif job.args is not None and job.args.from_run is not None:  # pause with from/to
+            previous = BandState.from_element(bookmark.previous)
+            upper = BandState.from_element(bookmark.upper)
+            selected = plan_replay(listing.entries, previous, upper)
+            info["read"] = "replay"
+            element = bookmark.previous
+        else:
+            previous = BandState.from_element(bookmark.previous)
+            plan = plan_band(listing.entries, previous, bookmark.listing_ts, band_opts)
+            selected = list(plan.selected)
+            info.update(plan.info())
+            info["read"] = "incremental"
+        fallback = _stored_schema(previous)
+        df = load(job.spark, fmt, selected, listing, opts, schema, fallback)
+        info.setdefault("files", len(selected))
+        info.setdefault("bytes", sum(f.size for f in selected))
+        info["new_input"] = bool(selected)
+        info["listed"] = len(listing.entries)
+        info["sample"] = [f.path.rsplit("/", 1)[-1] for f in selected[:10]]
+        if bookmark is None:
+            job._note_source(transformation_ctx, info)
+        else:
+            if element is None or info["read"] == "incremental":
+                state = plan.state
+                if df.columns:
+                    state = BandState(low=state.low, high=state.high,
+                                      listing_ts=state.listing_ts, band=state.band,
+                                      files=state.files,
+                                      extra={**dict(state.extra), "schema": df.schema.json()})
+                element = state.to_element()
+            job._stage_state(transformation_ctx, element, info)
+        return df
+    except BaseException:
+        if transformation_ctx is not None:
+            job._sources.pop(transformation_ctx, None)
+        raise
+
+
+def _stored_schema(state: BandState | None):
+    if state is None or not state.extra.get("schema"):
+        return None
+    from pyspark.sql.types import StructType
+    try:
+        return StructType.fromJson(json.loads(state.extra["schema"]))
+    except Exception:  # noqa: BLE001 - an unreadable schema only loses the empty-run columns
+        return None
