@@ -1,0 +1,148 @@
+"""Benchmark: incremental JDBC reads stay cheap as the table grows (SPEC §4).
+
+On a throwaway real PostgreSQL server, for each table size N (rows loaded with generate_series on
+the server, not through Spark) it measures:
+
+- full: a bookmark-disabled read of the whole table (materialised with Spark's ``noop`` sink,
+  so every row crosses JDBC), partitioned on the key like any large read;
+- incremental: an enabled run after K new rows were inserted (upper-bound query, ranged read of
+  the K rows, commit to the state store) — the median of ``--repeats`` runs.
+
+Goals: incremental(N largest) / incremental(N smallest) <= 1.5 and full / incremental >= 20.
+
+    .venv/bin/python benchmarks/jdbc.py                      # N = 1M and 10M, K = 10k
+    .venv/bin/python benchmarks/jdbc.py --sizes 100000,1000000 --repeats 3
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import sqlalchemy as sa
+
+from sparkmark import Job
+from sparkmark.devtools.postgres import start_postgres
+from sparkmark.spark import local_session
+
+RESULTS = Path(__file__).parent / "results" / "jdbc.json"
+
+
+def _load(engine, table: str, first: int, last: int) -> None:
+    with engine.begin() as c:
+        c.execute(sa.text(
+            f"INSERT INTO {table} SELECT g, md5(g::text), (g % 100000) / 100.0, "
+            f"TIMESTAMP '2024-01-01' + g * INTERVAL '1 second' "
+            f"FROM generate_series(CAST(:a AS bigint), CAST(:b AS bigint)) g"), {"a": first, "b": last})
+
+
+def _read(spark, state, url, table, option):
+    job = Job(spark, state=state)
+    job.init(f"bench_{table}", {"job_bookmark_option": option})
+    t0 = time.perf_counter()
+    df = job.read.jdbc(url, table=table, transformation_ctx="src")
+    df.write.format("noop").mode("overwrite").save()
+    job.commit()
+    elapsed = time.perf_counter() - t0
+    run = job.store.list_runs(job_name=f"bench_{table}")[-1]
+    info = json.loads(run["config"])["sources"]["src"]
+    return elapsed, info
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", default="1000000,10000000")
+    ap.add_argument("--new-rows", type=int, default=10_000)
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--out", default=str(RESULTS))
+    a = ap.parse_args(argv)
+    sizes = [int(s) for s in a.sizes.split(",")]
+    k = a.new_rows
+
+    server = start_postgres()
+    spark = local_session("sparkmark-bench-jdbc")
+    state = f"sqlite:///{tempfile.mkdtemp(prefix='sm-bench-')}/state.db"
+    rows = []
+    try:
+        engine = sa.create_engine(server.create_database("bench"))
+        url = f"jdbc:postgresql://127.0.0.1:{server.port}/bench?user=postgres"
+        with engine.begin() as c:  # warm up the JVM and the JDBC path before measuring
+            c.execute(sa.text("CREATE TABLE warmup (id bigint PRIMARY KEY, payload text, "
+                              "amount numeric(10,2), created timestamp)"))
+        _load(engine, "warmup", 1, 20_000)
+        for option in ("job-bookmark-disable", "job-bookmark-enable", "job-bookmark-enable"):
+            _read(spark, state, url, "warmup", option)
+        for n in sizes:
+            table = f"orders_{n}"
+            t0 = time.perf_counter()
+            with engine.begin() as c:
+                c.execute(sa.text(f"CREATE TABLE {table} (id bigint PRIMARY KEY, payload text, "
+                                  "amount numeric(10,2), created timestamp)"))
+            _load(engine, table, 1, n)
+            with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as c:
+                c.execute(sa.text(f"VACUUM ANALYZE {table}"))
+            load_s = time.perf_counter() - t0
+            print(f"N={n:,}: loaded in {load_s:.1f}s", flush=True)
+
+            full_s, full_info = _read(spark, state, url, table, "job-bookmark-disable")
+            print(f"  full read {full_s:.2f}s ({full_info['partitions']} partitions)", flush=True)
+            first_s, _ = _read(spark, state, url, table, "job-bookmark-enable")  # sets bookmark
+            print(f"  first enabled run {first_s:.2f}s", flush=True)
+            inc, top = [], n
+            for _ in range(a.repeats):
+                _load(engine, table, top + 1, top + k)
+                top += k
+                s, info = _read(spark, state, url, table, "job-bookmark-enable")
+                assert info["lower"] == [top - k] and info["upper"] == [top], info
+                inc.append(s)
+            med = statistics.median(inc)
+            print(f"  incremental (K={k:,}) median {med:.3f}s of {[round(x, 3) for x in inc]}",
+                  flush=True)
+            rows.append({"N": n, "K": k, "load_s": round(load_s, 2), "full_s": round(full_s, 3),
+                         "full_partitions": full_info["partitions"],
+                         "first_enabled_s": round(first_s, 3),
+                         "incremental_s": round(med, 3),
+                         "incremental_runs_s": [round(x, 3) for x in inc],
+                         "full_over_incremental": round(full_s / med, 1)})
+    finally:
+        spark.stop()
+        server.stop()
+
+    small, large = rows[0], rows[-1]
+    summary = {
+        "incremental_ratio_large_over_small": round(large["incremental_s"] /
+                                                    small["incremental_s"], 2),
+        "goal_ratio_max": 1.5,
+        "full_over_incremental_min": min(r["full_over_incremental"] for r in rows),
+        "goal_speedup_min": 20,
+    }
+    result = {"benchmark": "jdbc incremental read on PostgreSQL", "rows": rows,
+              "summary": summary,
+              "machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0],
+                          "platform": platform.platform()},
+              "note": "full = bookmark-disabled read of every row (noop sink); incremental = "
+                      "median enabled run after K new rows, including Job init/commit on a "
+                      "SQLite state store"}
+    print()
+    print(f"{'N':>12} {'K':>8} {'full s':>9} {'parts':>6} {'incr s':>8} {'full/incr':>10}")
+    for r in rows:
+        print(f"{r['N']:>12,} {r['K']:>8,} {r['full_s']:>9.2f} {r['full_partitions']:>6} "
+              f"{r['incremental_s']:>8.3f} {r['full_over_incremental']:>10.1f}")
+    print(f"incremental(N={large['N']:,}) / incremental(N={small['N']:,}) = "
+          f"{summary['incremental_ratio_large_over_small']} (goal <= 1.5); "
+          f"full/incremental >= {summary['full_over_incremental_min']} (goal >= 20)")
+    out = Path(a.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2) + "\n")
+    print(f"saved {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
