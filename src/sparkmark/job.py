@@ -107,6 +107,7 @@ class Job:
         self._staged: dict[str, Any] = {}
         self._sources: dict[str, dict[str, Any]] = {}
         self._outputs: list[dict[str, Any]] = []
+        self._sink_properties: dict[str, dict[str, Any]] = {}  # JDBC targets' credentials
         self._records_read: int | None = None
         self._records_written = 0
         self._ledger_fields: dict[str, Any] = {}
@@ -211,7 +212,8 @@ class Job:
             raise
         self._stop()
         # The run is committed: from here on its output must appear (roll forward on crash).
-        sinks.publish_outputs(self.spark, self.store, self.run_id, self._outputs)
+        sinks.publish_outputs(self.spark, self.store, self.run_id, self._outputs,
+                              properties=self._sink_properties)
         return version
 
     def fail(self, error: BaseException | str) -> None:
@@ -221,7 +223,7 @@ class Job:
         from . import sinks
         text = error if isinstance(error, str) else _error_text(error)
         try:
-            sinks.discard_outputs(self.spark, self._outputs)
+            sinks.discard_outputs(self.spark, self._outputs, self._sink_properties)
         finally:
             try:
                 self.store.fail_run(self.job_name, self.run_id, error=text, now=self.clock(),
@@ -255,7 +257,7 @@ class Job:
                    properties: Mapping[str, Any] | None = None,
                    transformation_ctx: str | None = None) -> int:
         """Append ``df`` to a database table exactly once (SPEC §5); returns the rows written."""
-        from .sinks import write_jdbc
+        from .sinks_jdbc import write_jdbc
         return write_jdbc(self, df, url, table, properties=dict(properties or {}),
                           transformation_ctx=transformation_ctx)
 

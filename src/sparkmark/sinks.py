@@ -48,6 +48,10 @@ class _FS:
     def path(self, p: str):
         return self._jvm.org.apache.hadoop.fs.Path(p)
 
+    def qualify(self, p: str):
+        """The fully qualified path (scheme included), as listings return them."""
+        return self.fs.makeQualified(self.path(p))
+
     def exists(self, p) -> bool:
         return bool(self.fs.exists(p))
 
@@ -206,7 +210,7 @@ def publish_outputs(spark: "SparkSession", store: StateStore, run_id: str,
 
 def _publish_files(spark: "SparkSession", run_id: str, out: dict[str, Any]) -> None:
     fs = _FS(spark, out["target"])
-    staging = fs.path(out["staging"])
+    staging = fs.qualify(out["staging"])
     staging_str = staging.toString().rstrip("/")
     for f in fs.files(staging):
         rel = f[len(staging_str) + 1:] if f.startswith(staging_str) else f.rsplit("/", 1)[-1]
