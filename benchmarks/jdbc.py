@@ -39,7 +39,8 @@ def _load(engine, table: str, first: int, last: int) -> None:
         c.execute(sa.text(
             f"INSERT INTO {table} SELECT g, md5(g::text), (g % 100000) / 100.0, "
             f"TIMESTAMP '2024-01-01' + g * INTERVAL '1 second' "
-            f"FROM generate_series(CAST(:a AS bigint), CAST(:b AS bigint)) g"), {"a": first, "b": last})
+            f"FROM generate_series(CAST(:a AS bigint), CAST(:b AS bigint)) g"),
+            {"a": first, "b": last})
 
 
 def _read(spark, state, url, table, option):

@@ -171,8 +171,8 @@ def test_pause_from_to_replays_what_those_runs_read(uppers, data, order):
 # ------------------------------------------------------------------ rendering on a real database
 
 
-@given(st.lists(st.tuples(text, st.integers(-5, 5)), max_size=15), st.tuples(text, st.integers(-5, 5)),
-       st.tuples(text, st.integers(-5, 5)), orders)
+@given(st.lists(st.tuples(text, st.integers(-5, 5)), max_size=15),
+       st.tuples(text, st.integers(-5, 5)), st.tuples(text, st.integers(-5, 5)), orders)
 @settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow])
 def test_rendered_sql_selects_the_reference_rows_in_sqlite(rows, after, through, order):
     """Strings with quotes, ``?``, braces, comment markers etc. render as safe literals: the SQL

@@ -95,8 +95,10 @@ def read_jdbc(job: "Job", url: str, table: str, transformation_ctx: str | None =
         if mode == kr.ALL:
             plan = kr.plan_read(kr.ALL, None, None)
         elif mode == kr.REPLAY:
-            after = kr.read_element(bm.previous, ctx, keys, types, order, "--job-bookmark-from run's")
-            upto = kr.read_element(bm.upper, ctx, keys, types, order, "--job-bookmark-to run's")
+            after = kr.read_element(bm.previous, ctx, keys, types, order,
+                                    "--job-bookmark-from run's")
+            upto = kr.read_element(bm.upper, ctx, keys, types, order,
+                                   "--job-bookmark-to run's")
             plan = kr.plan_read(kr.REPLAY, after, upto)
         else:
             after = kr.read_element(bm.previous, ctx, keys, types, order)
@@ -114,7 +116,8 @@ def read_jdbc(job: "Job", url: str, table: str, transformation_ctx: str | None =
             parts = kr.plan_partitions(types[0], low, high, own["numPartitions"],
                                        own["rowsPerPartition"])
 
-    dbtable = tref.quoted if where is None else f"(SELECT * FROM {tref.quoted} WHERE {where}) sm_range"
+    dbtable = (tref.quoted if where is None
+               else f"(SELECT * FROM {tref.quoted} WHERE {where}) sm_range")
     reader_props = dict(props)
     reader_props.update({k: str(v) for k, v in spark_opts.items()})
     reader_props["driver"] = driver
