@@ -181,7 +181,7 @@ class AvroReader(DataSourceReader):
         import pyarrow as pa
         from pyspark.sql.pandas.types import to_arrow_schema
 
-        arrow_schema = to_arrow_schema(self.schema)
+        arrow_schema = to_arrow_schema(self.schema, timezone="UTC")
         names = self.schema.fieldNames()
         for path in partition.value:
             extra = dict(partition_values(path, self.base))

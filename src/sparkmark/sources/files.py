@@ -264,12 +264,13 @@ def _status_slow(st) -> tuple[str, bool, int, int]:
 
 # ---------------------------------------------------------------------- reading
 def has_spark_avro(spark: "SparkSession") -> bool:
+    """Whether Spark's ``avro`` data source (the spark-avro module) can be looked up."""
     jvm = spark.sparkContext._jvm
     try:
-        loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
-        jvm.java.lang.Class.forName("org.apache.spark.sql.avro.AvroFileFormat", False, loader)
+        jvm.org.apache.spark.sql.execution.datasources.DataSource.lookupDataSource(
+            "avro", spark._jsparkSession.sessionState().conf())
         return True
-    except Exception:  # noqa: BLE001
+    except Exception:  # noqa: BLE001 - AVRO_DATA_SOURCE_NOT_ENABLED
         return False
 
 
