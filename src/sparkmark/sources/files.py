@@ -100,6 +100,21 @@ def _parse_schema(schema: Any):
 
 
 def _first_line(e: BaseException) -> str:
+    """The useful part of a Spark/py4j error: the Java exception's messages, not the trace."""
+    java = getattr(e, "java_exception", None)
+    if java is not None:
+        try:
+            messages = []
+            cause = java
+            while cause is not None and len(messages) < 4:
+                msg = cause.getMessage()
+                if msg and msg not in messages:
+                    messages.append(str(msg).strip().splitlines()[0])
+                cause = cause.getCause()
+            if messages:
+                return " <- ".join(messages)[:800]
+        except Exception:  # noqa: BLE001 - fall back to the text
+            pass
     text = str(e).strip()
     for line in text.splitlines():
         line = line.strip()
