@@ -1,0 +1,246 @@
+"""Crash trials: SIGKILL a bookmarked job at random moments, then prove exactly-once.
+
+    python benchmarks/crash.py --trials 300                 # file -> parquet target
+    python benchmarks/crash.py --trials 300 --sink jdbc     # file -> PostgreSQL table
+    python benchmarks/crash.py --trials 20 --sink both      # what CI runs (tests/test_crash.py)
+
+Each trial adds new input files (new records keep arriving), starts the job in its own process
+group and kills the whole group with SIGKILL at a random moment of a randomly chosen phase:
+during the read (listing and planning), during the write, between the write and the commit, or
+during the commit (state transaction and publish).  Some runs finish before the kill lands; they
+count as completed.  After the trials the job runs to completion twice; then the target must hold
+every source record exactly once, the bookmark must agree (the last run finds nothing new), and
+no staging output may be left behind.  Prints a table and writes benchmarks/results/crash.json.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+JOB = "crash-trial"
+# phase marker printed by the worker -> (max random delay in seconds after it)
+PHASES = {
+    "read": ("before-read", 0.4),        # listing + band planning
+    "write": ("before-write", 2.5),      # Spark reads the new files and writes the staging
+    "between": ("before-commit", 0.02),  # written, not yet committed
+    "commit": ("in-commit", 0.15),       # state transaction, then publish
+}
+
+
+# ---------------------------------------------------------------------------- the job
+def worker(a: argparse.Namespace) -> None:
+    from sparkmark import Job
+    from sparkmark.spark import local_session
+
+    def mark(m: str) -> None:
+        print(m, flush=True)
+
+    spark = local_session("crash-worker", cores=1)
+    job = Job(spark, state=a.state)
+    job.init(JOB, ["--job-bookmark-option", "job-bookmark-enable"])
+    mark("before-read")
+    df = job.read.files(a.input, format="json", transformation_ctx="src",
+                        options={"schema": "id STRING, v LONG"})
+    mark("before-write")
+    if a.sink == "files":
+        job.write(df, a.target, format="parquet", transformation_ctx="sink")
+    else:
+        job.write_jdbc(df, a.jdbc, "crash_target", properties={"user": "postgres"},
+                       transformation_ctx="sink")
+    mark("before-commit")
+    mark("in-commit")
+    job.commit()
+    mark("done")
+    last = job.store.get_run(job.run_id)
+    print("RESULT " + json.dumps({"status": last["status"],
+                                  "records_written": last["records_written"]}), flush=True)
+
+
+def verify(a: argparse.Namespace) -> None:
+    """Print the record ids in the target (with multiplicity) as JSON."""
+    if a.sink == "files":
+        from sparkmark.spark import local_session
+        spark = local_session("crash-verify", cores=1)
+        if os.path.isdir(a.target) and any(not n.startswith(("_", "."))
+                                           for n in os.listdir(a.target)):
+            ids = [r.id for r in spark.read.parquet(a.target).select("id").collect()]
+        else:
+            ids = []
+    else:
+        import sqlalchemy as sa
+        engine = sa.create_engine(a.target_sa)
+        with engine.connect() as c:
+            ids = [r[0] for r in c.execute(sa.text("SELECT id FROM crash_target"))]
+    print("IDS " + json.dumps(ids), flush=True)
+
+
+# ---------------------------------------------------------------------------- the harness
+class Trial:
+    def __init__(self, cmd: list[str], env: dict[str, str]):
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                     text=True, env=env, start_new_session=True)
+        self.seen: list[str] = []
+        self.lines: list[str] = []
+        self.cond = threading.Condition()
+        threading.Thread(target=self._pump, daemon=True).start()
+
+    def _pump(self) -> None:
+        for line in self.proc.stdout:
+            with self.cond:
+                self.lines.append(line.rstrip("\n"))
+                self.seen.append(line.strip())
+                self.cond.notify_all()
+        with self.cond:
+            self.seen.append("<exit>")
+            self.cond.notify_all()
+
+    def wait_for(self, marker: str, timeout: float = 180) -> bool:
+        end = time.time() + timeout
+        with self.cond:
+            while marker not in self.seen and "<exit>" not in self.seen:
+                if not self.cond.wait(max(0.0, end - time.time())):
+                    return False
+            return marker in self.seen
+
+    def kill(self) -> None:
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+    def finish(self) -> int:
+        self.proc.wait(300)
+        time.sleep(0.05)
+        return self.proc.returncode
+
+
+def add_input(inp: Path, rng: random.Random, counter: list[int], expected: list[str]) -> int:
+    files = rng.randint(0, 3)
+    for _ in range(files):
+        counter[0] += 1
+        name = inp / f"part={counter[0] % 3}" / f"orders-{counter[0]:05d}.json"
+        name.parent.mkdir(parents=True, exist_ok=True)
+        recs = []
+        for _ in range(rng.randint(1, 20)):
+            rid = f"r{len(expected):06d}"
+            expected.append(rid)
+            recs.append(json.dumps({"id": rid, "v": len(expected)}))
+        tmp = name.with_suffix(".tmp")
+        tmp.write_text("\n".join(recs) + "\n")
+        os.replace(tmp, name.with_suffix(".json"))
+    return files
+
+
+def run_trials(trials: int, sink: str, seed: int, workdir: Path, log=print) -> dict:
+    from sparkmark.devtools.postgres import start_postgres
+
+    rng = random.Random(seed)
+    inp, target = workdir / "input", workdir / "target"
+    inp.mkdir(parents=True, exist_ok=True)
+    state = f"sqlite:///{workdir}/state.db"
+    pg = None
+    base = [sys.executable, __file__, "--dir", str(workdir), "--sink", sink, "--state", state,
+            "--input", str(inp), "--target", str(target)]
+    if sink == "jdbc":
+        pg = start_postgres()
+        sa_url = pg.create_database("crash")
+        base += ["--jdbc", f"jdbc:postgresql://127.0.0.1:{pg.port}/crash",
+                 "--target-sa", sa_url]
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"), SPARKMARK_LEASE_SECONDS="30")
+    expected: list[str] = []
+    counter = [0]
+    outcome: Counter = Counter()
+    phases: Counter = Counter()
+    started = time.time()
+    try:
+        for i in range(trials):
+            add_input(inp, rng, counter, expected)
+            phase = rng.choice(list(PHASES))
+            marker, max_delay = PHASES[phase]
+            phases[phase] += 1
+            t = Trial(base + ["--worker"], env)
+            reached = t.wait_for(marker)
+            if reached:
+                time.sleep(rng.uniform(0, max_delay))
+            t.kill()
+            t.finish()
+            done = "done" in t.seen
+            outcome["completed" if done else "killed"] += 1
+            log(f"trial {i + 1:>4}/{trials}: phase={phase:<8} "
+                f"{'completed before the kill' if done else 'killed'}")
+        # finish: one run that completes (recovers and processes the rest), one that finds nothing
+        results = []
+        for _ in range(2):
+            t = Trial(base + ["--worker"], env)
+            rc = t.finish()
+            res = [json.loads(line[7:]) for line in t.lines if line.startswith("RESULT ")]
+            if rc != 0 or not res:
+                raise RuntimeError(f"final run failed (exit {rc}): {t.lines[-5:]}")
+            results.append(res[0])
+        v = Trial(base + ["--verify"], env)
+        v.finish()
+        ids = next(json.loads(line[4:]) for line in v.lines if line.startswith("IDS "))
+    finally:
+        if pg is not None:
+            pg.stop()
+    counts = Counter(ids)
+    dupes = sorted(r for r, c in counts.items() if c > 1)
+    missing = sorted(set(expected) - set(counts))
+    unexpected = sorted(set(counts) - set(expected))
+    leftover = (target / "_sparkmark_staging").exists() if sink == "files" else False
+    ok = (not dupes and not missing and not unexpected and results[-1]["status"] == "EMPTY"
+          and results[-1]["records_written"] == 0 and not leftover)
+    return {"sink": sink, "trials": trials, "seed": seed, "phases": dict(phases),
+            "killed": outcome["killed"], "completed_before_kill": outcome["completed"],
+            "source_records": len(expected), "target_records": len(ids),
+            "duplicates": len(dupes), "missing": len(missing), "unexpected": len(unexpected),
+            "staging_left": leftover, "last_run": results[-1], "exactly_once": ok,
+            "seconds": round(time.time() - started, 1)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--trials", type=int, default=300)
+    ap.add_argument("--sink", choices=("files", "jdbc", "both"), default="files")
+    ap.add_argument("--seed", type=int, default=20261121)
+    ap.add_argument("--json", default=str(ROOT / "benchmarks" / "results" / "crash.json"))
+    ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--verify", action="store_true", help=argparse.SUPPRESS)
+    for hidden in ("--dir", "--state", "--input", "--target", "--jdbc", "--target-sa"):
+        ap.add_argument(hidden, help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if a.worker:
+        return worker(a)
+    if a.verify:
+        return verify(a)
+    sinks = ["files", "jdbc"] if a.sink == "both" else [a.sink]
+    reports = []
+    for sink in sinks:
+        with tempfile.TemporaryDirectory(prefix=f"sparkmark-crash-{sink}-") as d:
+            reports.append(run_trials(a.trials, sink, a.seed, Path(d)))
+    cols = ("sink", "trials", "killed", "completed_before_kill", "source_records",
+            "target_records", "duplicates", "missing", "exactly_once", "seconds")
+    print("  ".join(f"{c:>12}" for c in cols))
+    for r in reports:
+        print("  ".join(f"{str(r[c]):>12}" for c in cols))
+    Path(a.json).parent.mkdir(parents=True, exist_ok=True)
+    Path(a.json).write_text(json.dumps(reports, indent=2))
+    print(f"wrote {a.json}")
+    sys.exit(0 if all(r["exactly_once"] for r in reports) else 1)
+
+
+if __name__ == "__main__":
+    main()
