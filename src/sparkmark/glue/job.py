@@ -1,0 +1,99 @@
+"""Glue's ``Job``: ``Job(glueContext)``, ``init(name, args)``, ``commit()`` on sparkmark's bookmarks.
+
+``init`` starts a :class:`sparkmark.Job` run (state store from env ``SPARKMARK_STATE``, else
+sparkmark's default) with the arguments from ``getResolvedOptions`` — ``job_bookmark_option``,
+``job_bookmark_from``/``job_bookmark_to`` as in Glue.  Reads and writes through the
+``GlueContext`` then use the run's bookmarks and exactly-once sinks; ``commit`` saves the state,
+the ledger row and publishes the output in one step.
+
+A script that dies with an exception has its run recorded ``FAILED`` (with the error) and its
+staged output removed; a script that ends without ``job.commit()`` is recorded ``FAILED`` too
+(its output is discarded: sparkmark publishes output only on commit).
+"""
+from __future__ import annotations
+
+import atexit
+import sys
+from typing import TYPE_CHECKING, Any, Mapping
+
+from .. import job as _sm_job
+from ..errors import ConfigError
+from ._common import attribute_error, module_getattr
+
+if TYPE_CHECKING:
+    from .context import GlueContext
+
+_HINTS = {
+    "continuation_options": "sparkmark reads --job-bookmark-option (the old "
+                            "--continuation-option values are translated by getResolvedOptions)",
+}
+
+
+class Job:
+    """``Job(glueContext)``; ``state``/``clock`` are sparkmark extras (default: env, system)."""
+
+    def __init__(self, glue_context: "GlueContext", state: str | None = None, clock=None):
+        from .context import GlueContext
+        if not isinstance(glue_context, GlueContext):
+            raise ConfigError(f"Job needs the GlueContext, not {type(glue_context).__name__}: "
+                              "job = Job(glueContext)")
+        self._glue_context = glue_context
+        self._job = _sm_job.Job(glue_context.spark_session, state=state, clock=clock)
+        glue_context._jobs.append(self)
+        self._hooks_installed = False
+
+    @property
+    def sparkmark_job(self) -> _sm_job.Job:
+        """The :class:`sparkmark.Job` behind this Glue job (run id, ledger, ...)."""
+        return self._job
+
+    @property
+    def run_id(self) -> str | None:
+        return self._job.run_id
+
+    def init(self, job_name: str | None = None,
+             args: Mapping[str, Any] | None = None) -> "Job":
+        """Start the run (Glue: ``job.init(args['JOB_NAME'], args)``)."""
+        self._job.init(job_name, dict(args or {}))
+        self._install_hooks()
+        return self
+
+    def isInitialized(self) -> bool:
+        return self._job.active
+
+    def commit(self) -> int:
+        """Save the bookmark (when enabled), finish the ledger row and publish the output."""
+        return self._job.commit()
+
+    # -- a script that dies or forgets to commit
+    def _install_hooks(self) -> None:
+        if self._hooks_installed:
+            return
+        self._hooks_installed = True
+        previous = sys.excepthook
+
+        def excepthook(tp, value, tb):
+            if self._job.active:
+                try:
+                    self._job.fail(value)
+                except Exception:  # noqa: BLE001 - report the script's own error below
+                    pass
+            previous(tp, value, tb)
+
+        sys.excepthook = excepthook
+        atexit.register(self._at_exit)
+
+    def _at_exit(self) -> None:
+        if self._job.active:
+            try:
+                self._job.fail("the script ended without job.commit(): the run's output was "
+                               "discarded and the bookmark not moved; call job.commit() at the "
+                               "end of the script")
+            except Exception:  # noqa: BLE001 - nothing more can be done at exit
+                pass
+
+    def __getattr__(self, name: str) -> Any:
+        raise attribute_error("Job", name, _HINTS)
+
+
+__getattr__ = module_getattr("sparkmark.glue.job", {})
