@@ -25,7 +25,9 @@ bookmark_app = typer.Typer(help="Inspect, reset or rewind a job's bookmark.",
                            no_args_is_help=True)
 app.add_typer(bookmark_app, name="bookmark")
 
-out = Console(highlight=False, soft_wrap=True)
+# Piped output (no terminal) gets a wide page instead of rich's 80 columns.
+out = Console(highlight=False, soft_wrap=True,
+              width=None if sys.stdout.isatty() else int(os.environ.get("COLUMNS", "240")))
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
@@ -122,6 +124,13 @@ def bookmark_reset(job: str = typer.Argument(..., help="Job name"),
 
 
 # ---------------------------------------------------------------------- report
+def _cell(value: Any, limit: int = 0) -> str:
+    text = "" if value is None else str(value)
+    if limit and len(text) > limit:
+        text = text[:limit - 1] + "…"
+    return text
+
+
 def _check_format(fmt: str, allowed: tuple[str, ...]) -> None:
     if fmt not in allowed:
         raise SparkmarkError(f"unknown --format {fmt!r}; use one of {', '.join(allowed)}")
@@ -165,7 +174,7 @@ def report(pipeline: Optional[str] = typer.Option(None, "--pipeline", help="Only
             for c in cols:
                 t.add_column(c, overflow="fold")
             for r in rows:
-                t.add_row(*["" if r.get(c) is None else str(r.get(c)) for c in cols])
+                t.add_row(*[_cell(r.get(c), 80 if c == "error" else 0) for c in cols])
             out.print(t)
             if not rows:
                 out.print("(no runs recorded yet)")
