@@ -402,30 +402,11 @@ class StateStore:
                                 .order_by(versions.c.version)).all()
             return [self._empty_version(job)] + [self._version_from_row(r) for r in rows]
 
-    def reset(self, job_name: str, run_id: str | None = None, *, now: int,
-              kind: str | None = None, state: dict[str, Any] | None = None) -> int:
+    def reset(self, job_name: str, run_id: str | None = None, *, now: int) -> int:
         """Reset (empty state) or rewind (state committed by ``run_id``) as a new version."""
         with self.tx("resetting a bookmark") as conn:
-            job = self._require_job(conn, job_name, lock=True)
-            if job.active_run_id is not None and lease_is_alive(
-                    host=job.lease_host, pid=job.lease_pid, expires_ts=job.lease_expires_ts,
-                    now=now, my_host=this_host()):
-                raise ConcurrentRunError(
-                    f"job {job_name!r} has an active run {job.active_run_id}; reset its "
-                    "bookmark after that run ends")
-            if state is None:
-                state = ({} if run_id is None
-                         else self._version_of_run(conn, job_name, run_id).state)
-            version = job.current_version + 1
-            conn.execute(versions.insert().values(
-                job_name=job_name, version=version,
-                kind=kind or ("rewind" if run_id else "reset"), run_id=None,
-                previous_run_id=job.last_run_id, source_run_id=run_id,
-                run_number=job.run_number, attempt=job.attempt, created_ts=now,
-                state=json.dumps(state, sort_keys=True)))
-            conn.execute(jobs.update().where(jobs.c.job_name == job_name)
-                         .values(current_version=version))
-            return version
+            return self._rewind(conn, job_name, run_id, now=now,
+                                kind="rewind" if run_id else "reset", action="reset its bookmark")
 
     def rollback_runs(self, cuts: list[tuple[str, list[str], str | None]], *, now: int) -> None:
         """Pipeline rollback, one transaction for every module: for each
@@ -435,28 +416,35 @@ class StateStore:
         ``rollback``.  Refused (nothing changed) if any of the jobs has an active run."""
         with self.tx("rolling back runs") as conn:
             for job_name, run_ids, keep_run_id in cuts:
-                job = self._require_job(conn, job_name, lock=True)
-                if job.active_run_id is not None and lease_is_alive(
-                        host=job.lease_host, pid=job.lease_pid, expires_ts=job.lease_expires_ts,
-                        now=now, my_host=this_host()):
-                    raise ConcurrentRunError(
-                        f"job {job_name!r} has an active run {job.active_run_id}; roll back "
-                        "after that run ends")
-                state = ({} if keep_run_id is None
-                         else self._version_of_run(conn, job_name, keep_run_id).state)
-                version = job.current_version + 1
-                conn.execute(versions.insert().values(
-                    job_name=job_name, version=version, kind="rollback", run_id=None,
-                    previous_run_id=job.last_run_id, source_run_id=keep_run_id,
-                    run_number=job.run_number, attempt=job.attempt, created_ts=now,
-                    state=json.dumps(state, sort_keys=True)))
-                conn.execute(jobs.update().where(jobs.c.job_name == job_name)
-                             .values(current_version=version))
+                self._rewind(conn, job_name, keep_run_id, now=now, kind="rollback",
+                             action="roll back")
                 if run_ids:
                     conn.execute(runs.update().where(
                         runs.c.job_name == job_name, runs.c.run_id.in_(list(run_ids)),
                         runs.c.status.in_((SUCCEEDED, EMPTY))).values(
                         status=ROLLED_BACK, publish_state="removing"))
+
+    def _rewind(self, conn: Connection, job_name: str, run_id: str | None, *, now: int,
+                kind: str, action: str) -> int:
+        """Add a version holding the state ``run_id`` committed (``{}`` when None) and point
+        the job at it; refused while the job has a live run."""
+        job = self._require_job(conn, job_name, lock=True)
+        if job.active_run_id is not None and lease_is_alive(
+                host=job.lease_host, pid=job.lease_pid, expires_ts=job.lease_expires_ts,
+                now=now, my_host=this_host()):
+            raise ConcurrentRunError(
+                f"job {job_name!r} has an active run {job.active_run_id}; {action} after that "
+                "run ends")
+        state = {} if run_id is None else self._version_of_run(conn, job_name, run_id).state
+        version = job.current_version + 1
+        conn.execute(versions.insert().values(
+            job_name=job_name, version=version, kind=kind, run_id=None,
+            previous_run_id=job.last_run_id, source_run_id=run_id,
+            run_number=job.run_number, attempt=job.attempt, created_ts=now,
+            state=json.dumps(state, sort_keys=True)))
+        conn.execute(jobs.update().where(jobs.c.job_name == job_name)
+                     .values(current_version=version))
+        return version
 
     # ------------------------------------------------------------------ ledger
     def get_run(self, run_id: str) -> dict[str, Any]:
