@@ -312,9 +312,9 @@ def plan_band(listing: Iterable[FileEntry], previous: BandState | None, listing_
     candidates: list[tuple[FileEntry, str]] = []
     waiting = 0
     for entry in listing:
-        key = path_hash(entry.path)
         if prev_low is not None and entry.mtime <= prev_low:
-            continue
+            continue  # settled: not even hashed, so a big old directory costs little
+        key = path_hash(entry.path)
         if prev_files.get(key) == entry.mtime:
             continue
         if entry.mtime > T:

@@ -324,7 +324,8 @@ def load(spark: "SparkSession", fmt: str, files: Sequence[FileEntry], listing: L
         if schema is not None:
             reader = reader.schema(schema)
         try:
-            frames.append(reader.load(paths))
+            with _serial_listing(spark, len(paths)):
+                frames.append(reader.load(paths))
         except Exception as e:  # noqa: BLE001
             raise SourceError(f"cannot read the {fmt} input ({len(paths)} new file(s) under "
                               f"{base or paths[0]}): {_first_line(e)}; fix or remove the file, "
@@ -333,6 +334,34 @@ def load(spark: "SparkSession", fmt: str, files: Sequence[FileEntry], listing: L
     for other in frames[1:]:
         df = df.unionByName(other, allowMissingColumns=True)
     return df
+
+
+_DISCOVERY_THRESHOLD = "spark.sql.sources.parallelPartitionDiscovery.threshold"
+
+
+class _serial_listing:
+    """Spark lists more than 32 explicit paths with a distributed job (one task per path, tens
+    of seconds for a thousand files).  The paths are files we just listed, so let the driver
+    stat them instead: the threshold is raised while the DataFrame is created (Spark resolves
+    the file index eagerly there) and restored right after."""
+
+    def __init__(self, spark: "SparkSession", n: int):
+        self.spark, self.n, self.old = spark, n, None
+
+    def __enter__(self):
+        if self.n > 32:
+            conf = self.spark.conf
+            self.old = conf.get(_DISCOVERY_THRESHOLD, None)
+            conf.set(_DISCOVERY_THRESHOLD, str(max(self.n + 1, 1_000_000)))
+        return self
+
+    def __exit__(self, *exc):
+        if self.n > 32:
+            if self.old is None:
+                self.spark.conf.unset(_DISCOVERY_THRESHOLD)
+            else:
+                self.spark.conf.set(_DISCOVERY_THRESHOLD, self.old)
+        return False
 
 
 def _load_avro_fallback(spark, paths: list[str], base: str | None, schema, opts) -> "DataFrame":
@@ -396,7 +425,6 @@ def read_files(job: "Job", path: str | Sequence[str], *, format: str = "json",
     bookmark = job._bookmark_for(transformation_ctx)
     try:
         info: dict[str, Any] = {"format": fmt, "path": paths if len(paths) > 1 else paths[0]}
-        element = None
         previous = None
         if bookmark is None:
             selected = plan_all(listing.entries)
@@ -406,7 +434,6 @@ def read_files(job: "Job", path: str | Sequence[str], *, format: str = "json",
             upper = BandState.from_element(bookmark.upper)
             selected = plan_replay(listing.entries, previous, upper)
             info["read"] = "replay"
-            element = bookmark.previous
         else:
             previous = BandState.from_element(bookmark.previous)
             plan = plan_band(listing.entries, previous, bookmark.listing_ts, band_opts)
@@ -420,18 +447,16 @@ def read_files(job: "Job", path: str | Sequence[str], *, format: str = "json",
         info["new_input"] = bool(selected)
         info["listed"] = len(listing.entries)
         info["sample"] = [f.path.rsplit("/", 1)[-1] for f in selected[:10]]
-        if bookmark is None:
+        if bookmark is None or info["read"] == "replay":
+            # nothing to save: disabled, no ctx, or pause with from/to (never saved)
             job._note_source(transformation_ctx, info)
         else:
-            if element is None or info["read"] == "incremental":
-                state = plan.state
-                if df.columns:
-                    state = BandState(low=state.low, high=state.high,
-                                      listing_ts=state.listing_ts, band=state.band,
-                                      files=state.files,
-                                      extra={**dict(state.extra), "schema": df.schema.json()})
-                element = state.to_element()
-            job._stage_state(transformation_ctx, element, info)
+            state = plan.state
+            if df.columns:  # the columns an empty run returns (see docs/files.md)
+                state = BandState(low=state.low, high=state.high, listing_ts=state.listing_ts,
+                                  band=state.band, files=state.files,
+                                  extra={**dict(state.extra), "schema": df.schema.json()})
+            job._stage_state(transformation_ctx, state.to_element(), info)
         return df
     except BaseException:
         if transformation_ctx is not None:

@@ -1,0 +1,227 @@
+"""Benchmark: file bookmarks against the lower bound and Spark's file stream (not a test).
+
+For each N (default 1,000, 10,000 and 100,000 small JSON files) with 1% new files, side by side
+in one Spark session:
+
+  (a) sparkmark: one incremental run — init, list + plan + read the new files, count, commit;
+  (b) the lower bound: list the directory (os.scandir) and read only the new files by path with
+      plain Spark, then count;
+  (c) Spark Structured Streaming's file source with Trigger.AvailableNow (noop sink), its
+      checkpoint already holding the old files;
+  (d) a full re-read of the directory, then count.
+
+Then R more sparkmark runs (default 100), each a simulated 20 minutes after the previous one
+with a few new files, and the size of the state (the bookmark entry as JSON) next to the size
+of (c)'s checkpoint directory.  Every approach gets the same explicit schema (the file stream
+requires one).  Prints a table and writes benchmarks/results/files.json.
+
+    .venv/bin/python benchmarks/files.py --sizes 1000,10000,100000 --runs 100
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+SCHEMA = "id BIGINT, v STRING"
+MIN = 60_000
+
+
+def make_files(d: Path, start: int, n: int, mtime_ms: int | None) -> list[str]:
+    d.mkdir(parents=True, exist_ok=True)
+    names = []
+    for i in range(start, start + n):
+        p = d / f"f{i:07d}.json"
+        p.write_text(f'{{"id": {i}, "v": "x{i % 97}"}}\n')
+        if mtime_ms is not None:
+            os.utime(p, ns=(mtime_ms * 1_000_000, mtime_ms * 1_000_000))
+        names.append(str(p))
+    return names
+
+
+def dir_size(path: Path) -> int:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+
+
+def timed(fn, repeat: int = 1):
+    """Best of ``repeat`` wall-clock times (s) and the last result."""
+    times, out = [], None
+    for _ in range(repeat):
+        t = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - t)
+    return min(times), out
+
+
+class SimClock:
+    def __init__(self, now: int):
+        self.now = now
+
+    def __call__(self) -> int:
+        return self.now
+
+
+def bench_size(spark, n: int, runs: int, work: Path, repeat: int) -> dict:
+    from sparkmark import Job
+    base = work / f"n{n}"
+    if base.exists():
+        shutil.rmtree(base)
+    src = base / "in"
+    now = int(time.time() * 1000)
+    clock = SimClock(now)
+    t = time.perf_counter()
+    make_files(src, 0, n, now - 24 * 3600 * 1000)
+    gen_s = time.perf_counter() - t
+    state = f"sqlite:///{base}/state.db"
+    enable = {"job_bookmark_option": "job-bookmark-enable"}
+    opts = {"schema": SCHEMA}
+
+    # initial state: sparkmark has processed the old files, the stream's checkpoint holds them
+    def sm_run():
+        job = Job(spark, state=state, clock=clock).init("bench", enable)
+        df = job.read.files(str(src), format="json", transformation_ctx="src", options=opts)
+        rows = df.count()
+        job.commit()
+        return rows, job
+
+    t = time.perf_counter()
+    assert sm_run()[0] == n
+    first_sm_s = time.perf_counter() - t
+    ckpt = base / "checkpoint"
+
+    def stream_once() -> int:
+        q = (spark.readStream.schema(SCHEMA).json(str(src)).writeStream.format("noop")
+             .option("checkpointLocation", str(ckpt)).trigger(availableNow=True).start())
+        q.awaitTermination()
+        return sum(int(p["numInputRows"]) for p in q.recentProgress)
+
+    t = time.perf_counter()
+    assert stream_once() == n
+    first_stream_s = time.perf_counter() - t
+
+    # 1% new files, a minute old for sparkmark's simulated clock, which moves 20 minutes
+    new_n = max(1, n // 100)
+    clock.now += 20 * MIN
+    new_paths = make_files(src, n, new_n, clock.now - MIN)
+    cutoff = clock.now - 2 * MIN
+
+    # (a) sparkmark incremental run; the run commits, so each repetition needs new input:
+    # repeat by rewinding the bookmark to the state after the initial run
+    from sparkmark.bookmarks import Bookmarks
+    bm = Bookmarks(state)
+    first_run_id = bm.get("bench")["RunId"]
+    a_times = []
+    for _ in range(repeat):
+        bm.reset("bench", run_id=first_run_id)
+        s, (rows, job) = timed(sm_run)
+        assert rows == new_n, (rows, new_n)
+        a_times.append(s)
+    info = json.loads(job.store.get_run(job.run_id)["config"])["sources"]["src"]
+
+    # (b) lower bound: list + read only the new files by path
+    def lower_bound() -> int:
+        picked = []
+        with os.scandir(src) as it:
+            for e in it:
+                if e.is_file() and e.stat().st_mtime_ns // 1_000_000 > cutoff:
+                    picked.append("file:" + e.path)
+        # plain Spark, with the same listing setting sparkmark uses (the driver stats the
+        # given paths instead of a one-task-per-path listing job)
+        spark.conf.set("spark.sql.sources.parallelPartitionDiscovery.threshold", "1000000")
+        try:
+            df = spark.read.schema(SCHEMA).json(picked)
+        finally:
+            spark.conf.unset("spark.sql.sources.parallelPartitionDiscovery.threshold")
+        return df.count()
+
+    b_s, b_rows = timed(lower_bound, repeat)
+    assert b_rows == new_n
+
+    # (c) the file stream picks up the new files (one measurement: it commits its progress)
+    c_s, c_rows = timed(stream_once)
+    assert c_rows == new_n, (c_rows, new_n)
+    ckpt_bytes = dir_size(ckpt)
+
+    # (d) full re-read
+    d_s, d_rows = timed(lambda: spark.read.schema(SCHEMA).json(str(src)).count(), repeat)
+    assert d_rows == n + new_n
+
+    # R more runs, 20 simulated minutes apart, a few new files each: the state stays one band
+    sizes = []
+    per_run = []
+    next_id = n + new_n
+    for r in range(runs):
+        clock.now += 20 * MIN
+        make_files(src, next_id, 5, clock.now - MIN)
+        next_id += 5
+        t = time.perf_counter()
+        rows, job = sm_run()
+        per_run.append(time.perf_counter() - t)
+        assert rows == 5
+        sizes.append(len(json.dumps(job.store.bookmark_entry("bench"))))
+    return {
+        "n": n, "new": new_n, "generate_s": round(gen_s, 2),
+        "first_full_run_sparkmark_s": round(first_sm_s, 2),
+        "first_full_run_stream_s": round(first_stream_s, 2),
+        "a_sparkmark_s": round(min(a_times), 3), "a_sparkmark_runs_s": [round(x, 3) for x in a_times],
+        "b_lower_bound_s": round(b_s, 3), "c_stream_s": round(c_s, 3), "d_full_reread_s": round(d_s, 3),
+        "a_over_b": round(min(a_times) / b_s, 3), "a_over_c": round(min(a_times) / c_s, 3),
+        "a_over_d": round(min(a_times) / d_s, 3),
+        "listed": info.get("listed"), "files_read": info.get("files"),
+        "runs": runs,
+        "state_bytes_after_runs": sizes[-1] if sizes else None,
+        "state_bytes_max": max(sizes) if sizes else None,
+        "state_bytes_first_runs": sizes[:3],
+        "incremental_run_median_s": round(statistics.median(per_run), 3) if per_run else None,
+        "stream_checkpoint_bytes": ckpt_bytes,
+    }
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", default="1000,10000,100000")
+    ap.add_argument("--runs", type=int, default=100)
+    ap.add_argument("--repeat", type=int, default=3, help="best of R for (a), (b), (d)")
+    ap.add_argument("--workdir", default=None)
+    ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "files.json"))
+    args = ap.parse_args(argv)
+    sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+    from sparkmark.spark import local_session
+    spark = local_session("sparkmark-bench-files")
+    work = Path(args.workdir or tempfile.mkdtemp(prefix="sm-bench-files-"))
+    results = []
+    try:
+        for n in sizes:
+            r = bench_size(spark, n, args.runs, work, args.repeat)
+            results.append(r)
+            print(json.dumps(r), flush=True)
+    finally:
+        if not args.workdir:
+            shutil.rmtree(work, ignore_errors=True)
+    header = (f"{'N':>8} {'new':>5} {'(a) sm s':>9} {'(b) lower s':>11} {'(c) stream s':>12} "
+              f"{'(d) full s':>10} {'a/b':>6} {'a/c':>6} {'state B':>8} {'ckpt B':>9}")
+    print(header)
+    for r in results:
+        print(f"{r['n']:>8} {r['new']:>5} {r['a_sparkmark_s']:>9.3f} {r['b_lower_bound_s']:>11.3f} "
+              f"{r['c_stream_s']:>12.3f} {r['d_full_reread_s']:>10.3f} {r['a_over_b']:>6.2f} "
+              f"{r['a_over_c']:>6.2f} {r['state_bytes_after_runs']!s:>8} "
+              f"{r['stream_checkpoint_bytes']:>9}")
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"machine": {"cores": os.cpu_count()},
+                               "sizes": sizes, "runs": args.runs, "repeat": args.repeat,
+                               "results": results}, indent=2) + "\n")
+    print(f"saved {out}")
+    spark.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
