@@ -15,14 +15,20 @@ import pytest
 
 from sparkmark import Bookmarks
 from sparkmark.errors import ConfigError, JobStateError, SourceError, SparkmarkError
-from sparkmark.glue import GlueUnsupportedError, local_submit_args
+
+# importing sparkmark.glue may set PYSPARK_SUBMIT_ARGS (for a script's bare SparkContext());
+# keep this test process's Spark exactly as conftest starts it
+_SUBMIT_ARGS = os.environ.get("PYSPARK_SUBMIT_ARGS")
+from sparkmark.glue import GlueUnsupportedError, local_submit_args  # noqa: E402
 from sparkmark.glue.catalog import find_in_mapping, lookup, parse_entry
 from sparkmark.glue.formats import (glue_column_names, glue_format, reader_options,
                                     writer_options)
 from sparkmark.glue.paths import load_path_map, map_path, parse_path_map
 from sparkmark.glue.transforms import split_path
-from sparkmark.glue.utils import getResolvedOptions
+from sparkmark.glue.utils import getResolvedOptions  # noqa: E402
 
+if _SUBMIT_ARGS is None:
+    os.environ.pop("PYSPARK_SUBMIT_ARGS", None)
 MIN = 60_000
 
 
@@ -521,3 +527,32 @@ def test_jdbc_source_and_target_through_from_options(spark, glue, sqlite_url, cl
         job.sparkmark_job.fail("test over")
     finally:
         conn.close()
+
+
+def test_write_to_a_catalog_table(spark, glue, tmp_path, sqlite_url, clock, monkeypatch):
+    from sparkmark.glue.dynamicframe import DynamicFrame
+    from sparkmark.glue.job import Job
+    (tmp_path / "cat").write_text(  # no extension: JSON is tried, then YAML
+        "db.target:\n  path: s3://b/target\n  format: csv\n"
+        "  format_options: {writeHeader: false, separator: '|'}\n"
+        "db.view:\n  path: x\n  format: ion\n")
+    (tmp_path / "paths.json").write_text(json.dumps({"s3://b": str(tmp_path / "b")}))
+    monkeypatch.setenv("SPARKMARK_GLUE_CATALOG", str(tmp_path / "cat"))
+    monkeypatch.setenv("SPARKMARK_PATH_MAP", str(tmp_path / "paths.json"))
+    job = Job(glue, state=sqlite_url, clock=clock)
+    job.init("w", {})
+    frame = DynamicFrame.fromDF(spark.createDataFrame([("a", 1)], "s string, n int"), glue, "f")
+    with pytest.raises(ConfigError, match="unknown additional option"):
+        glue.write_dynamic_frame.from_catalog(frame=frame, database="db", table_name="target",
+                                              additional_options={"fancy": 1})
+    with pytest.raises(GlueUnsupportedError, match="format 'ion'"):
+        glue.write_dynamic_frame_from_catalog(frame=frame, database="db", table_name="view")
+    glue.write_dynamic_frame_from_catalog(frame=frame, database="db", table_name="target",
+                                          transformation_ctx="sink")
+    assert not glob.glob(f"{tmp_path}/b/target/sm-*.csv")  # staged until commit
+    job.commit()
+    text = ""
+    for written in glob.glob(f"{tmp_path}/b/target/sm-*.csv"):
+        with open(written) as f:
+            text += f.read()
+    assert text.startswith(f"a|1|{job.run_id}|") and text.count("\n") == 1  # no header
