@@ -218,7 +218,17 @@ def _ledger_table(ctx: DemoContext, run_ids: list[str]):
     return table
 
 
-PARTS: list[tuple[str, Callable[[DemoContext], bool]]] = [("file bookmarks", files_part)]
+def pipeline_part(ctx: DemoContext) -> bool:
+    """Part 2: a bronze -> silver -> gold pipeline, a rollback and the reload
+    (see :mod:`sparkmark.pipeline_demo`; its ledger is in ``<dir>/pipeline/state.db``)."""
+    from .pipeline_demo import run_pipeline_demo
+    ok = run_pipeline_demo(ctx.root, ctx.console, ctx.spark)
+    return ctx.check("pipeline: windows, rollback and reload left every order exactly once "
+                     "in bronze, silver and gold", ok)
+
+
+PARTS: list[tuple[str, Callable[[DemoContext], bool]]] = [("file bookmarks", files_part),
+                                                          ("pipeline", pipeline_part)]
 
 
 # ---------------------------------------------------------------------- entry point
