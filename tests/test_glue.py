@@ -14,7 +14,8 @@ import os
 import pytest
 
 from sparkmark import Bookmarks
-from sparkmark.errors import ConfigError, JobStateError, SourceError, SparkmarkError
+from sparkmark.errors import (ConfigError, JobStateError, SinkError, SourceError,
+                              SparkmarkError)
 
 # importing sparkmark.glue may set PYSPARK_SUBMIT_ARGS (for a script's bare SparkContext());
 # keep this test process's Spark exactly as conftest starts it
@@ -416,6 +417,14 @@ def test_from_options_glue_s3_options(glue, tmp_path, sqlite_url, clock):
         with pytest.raises(err):
             glue.create_dynamic_frame.from_options("file", conn, format="csv",
                                                    transformation_ctx="e")
+    with pytest.raises(SourceError, match=r"s3://nowhere/x was rewritten to s3a://nowhere/x.*"
+                                          r"SPARKMARK_PATH_MAP.*\"s3://nowhere\""):
+        glue.create_dynamic_frame.from_options("s3", {"paths": ["s3://nowhere/x"]},
+                                               format="csv", transformation_ctx="s3")
+    with pytest.raises(SinkError, match="hadoop-aws"):
+        glue.write_dynamic_frame.from_options(frame=frame, connection_type="s3",
+                                              connection_options={"path": "s3://nowhere/o"},
+                                              format="json")
     with pytest.raises(GlueUnsupportedError, match="push_down_predicate"):
         glue.create_dynamic_frame.from_options("file", {"paths": [str(src)]}, format="csv",
                                                push_down_predicate="day='1'")

@@ -159,7 +159,8 @@ def _storage_properties(text: Any) -> dict[str, str]:
     for part in text[1:-1].split(", "):
         if "=" in part:
             k, v = part.split("=", 1)
-            out[k.strip()] = v
+            if k.strip().lower() not in ("path", "paths"):  # the location is read separately
+                out[k.strip()] = v
     return out
 
 

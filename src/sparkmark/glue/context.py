@@ -16,7 +16,7 @@ import json
 import logging
 from typing import TYPE_CHECKING, Any, Mapping
 
-from ..errors import ConfigError, JobStateError
+from ..errors import ConfigError, JobStateError, SinkError, SourceError
 from ..options import DISABLE
 from . import catalog as _catalog
 from . import formats, paths
@@ -197,6 +197,24 @@ def _no_pushdown(push_down_predicate: Any, call: str) -> None:
             "frame.toDF().filter(...) or read the partition's path"))
 
 
+def _check_scheme(spark: Any, raw: str, mapped: str, error: type, call: str) -> None:
+    """An ``s3://`` path that became ``s3a://`` needs Hadoop's S3 connector: say so up front."""
+    if not mapped.startswith("s3a://"):
+        return
+    jvm = spark.sparkContext._jvm
+    try:
+        jvm.org.apache.hadoop.fs.Path(mapped).getFileSystem(
+            spark.sparkContext._jsc.hadoopConfiguration())
+    except Exception as e:  # noqa: BLE001 - ClassNotFound / no FileSystem for scheme
+        first = (str(e).strip().splitlines() or [type(e).__name__])[0][:300]
+        raise error(
+            f"{call}: {raw} was rewritten to {mapped}, but Spark cannot open s3a:// paths "
+            f"({first}); map the bucket to a local folder in the file named by env "
+            f"{paths.PATH_MAP_ENV} (e.g. {{\"{raw.split('://', 1)[0]}://"
+            f"{raw.split('://', 1)[1].split('/', 1)[0]}\": \"/local/dir\"}}), or put "
+            "hadoop-aws on Spark's class path") from None
+
+
 def _read_files(job: "SparkmarkJob", paths_: list[str], fmt: Any, format_options: Any,
                 options: dict[str, Any], ctx: str | None) -> "DataFrame":
     spark_fmt = formats.glue_format(fmt)
@@ -207,6 +225,8 @@ def _read_files(job: "SparkmarkJob", paths_: list[str], fmt: Any, format_options
                           "connection options; give each once")
     path_map = paths.load_path_map()
     mapped = [paths.map_path(p, path_map) for p in paths_]
+    for raw, m in zip(paths_, mapped):
+        _check_scheme(job.spark, raw, m, SourceError, "read")
     df = job.read.files(mapped, format=spark_fmt, transformation_ctx=ctx,
                         options={**options, **reader_opts})
     if positional:
@@ -396,7 +416,9 @@ class DynamicFrameWriter:
                 else:
                     raise ConfigError(f"{call}: unknown connection option {key!r}; use path, "
                                       "partitionKeys, compression")
-            job.write(frame.toDF(), paths.resolve(path), format=fmt, transformation_ctx=ctx,
+            target = paths.resolve(path)
+            _check_scheme(job.spark, path, target, SinkError, call)
+            job.write(frame.toDF(), target, format=fmt, transformation_ctx=ctx,
                       partition_by=list(parts or []), options=wopts)
         else:
             url, table, props, opts = _jdbc_options(kind, conn, call)
@@ -428,7 +450,9 @@ class DynamicFrameWriter:
             if extra:
                 raise ConfigError(f"{call}: unknown additional option(s) {sorted(extra)}; use "
                                   "partitionKeys")
-            job.write(frame.toDF(), paths.resolve(table.paths[0]), format=fmt,
+            target = paths.resolve(table.paths[0])
+            _check_scheme(job.spark, table.paths[0], target, SinkError, call)
+            job.write(frame.toDF(), target, format=fmt,
                       transformation_ctx=ctx, partition_by=list(parts or []), options=wopts)
         elif table.kind == "jdbc":
             job.write_jdbc(frame.toDF(), table.url, table.table, properties=table.properties,

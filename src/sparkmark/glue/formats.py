@@ -29,8 +29,8 @@ _RENAME = {
     "xml": {"rowtag": "rowTag"},
 }
 #: Glue performance hints with no effect on the result: accepted and ignored
-_IGNORED = {"optimizeperformance", "usegluepparquetwriter", "usegluparquetwriter",
-            "blocksize", "pagesize", "version", "strictcheckingofcolumncount"}
+_IGNORED = {"optimizeperformance", "useglueparquetwriter", "blocksize", "pagesize", "version",
+            "strictcheckingofcolumncount"}
 _UNSUPPORTED_OPTIONS = {
     "jsonpath": "read the JSON and select the fields with the DataFrame API (frame.toDF())",
     "withschema": "give Spark's 'schema' option (a DDL string such as 'a STRING, b INT')",

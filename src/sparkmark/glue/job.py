@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import atexit
 import sys
-from typing import TYPE_CHECKING, Any, Mapping
+import weakref
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from .. import job as _sm_job
 from ..errors import ConfigError
@@ -40,7 +41,6 @@ class Job:
         self._glue_context = glue_context
         self._job = _sm_job.Job(glue_context.spark_session, state=state, clock=clock)
         glue_context._jobs.append(self)
-        self._hooks_installed = False
 
     @property
     def sparkmark_job(self) -> _sm_job.Job:
@@ -52,10 +52,11 @@ class Job:
         return self._job.run_id
 
     def init(self, job_name: str | None = None,
-             args: Mapping[str, Any] | None = None) -> "Job":
-        """Start the run (Glue: ``job.init(args['JOB_NAME'], args)``)."""
-        self._job.init(job_name, dict(args or {}))
-        self._install_hooks()
+             args: Mapping[str, Any] | Sequence[str] | None = None) -> "Job":
+        """Start the run (Glue: ``job.init(args['JOB_NAME'], args)``; an argv list works too)."""
+        self._job.init(job_name, dict(args) if isinstance(args, Mapping) else args)
+        _install_hooks()
+        _RUNNING.add(self)
         return self
 
     def isInitialized(self) -> bool:
@@ -66,22 +67,12 @@ class Job:
         return self._job.commit()
 
     # -- a script that dies or forgets to commit
-    def _install_hooks(self) -> None:
-        if self._hooks_installed:
-            return
-        self._hooks_installed = True
-        previous = sys.excepthook
-
-        def excepthook(tp, value, tb):
-            if self._job.active:
-                try:
-                    self._job.fail(value)
-                except Exception:  # noqa: BLE001 - report the script's own error below
-                    pass
-            previous(tp, value, tb)
-
-        sys.excepthook = excepthook
-        atexit.register(self._at_exit)
+    def _on_error(self, error: BaseException) -> None:
+        if self._job.active:
+            try:
+                self._job.fail(error)
+            except Exception:  # noqa: BLE001 - the script's own error is reported anyway
+                pass
 
     def _at_exit(self) -> None:
         if self._job.active:
@@ -94,6 +85,31 @@ class Job:
 
     def __getattr__(self, name: str) -> Any:
         raise attribute_error("Job", name, _HINTS)
+
+
+_RUNNING: "weakref.WeakSet[Job]" = weakref.WeakSet()
+_hooks_installed = False
+
+
+def _install_hooks() -> None:
+    """Once per process: an uncaught exception or an exit without commit fails running jobs."""
+    global _hooks_installed
+    if _hooks_installed:
+        return
+    _hooks_installed = True
+    previous = sys.excepthook
+
+    def excepthook(tp, value, tb):
+        for job in list(_RUNNING):
+            job._on_error(value)
+        previous(tp, value, tb)
+
+    def at_exit() -> None:
+        for job in list(_RUNNING):
+            job._at_exit()
+
+    sys.excepthook = excepthook
+    atexit.register(at_exit)
 
 
 __getattr__ = module_getattr("sparkmark.glue.job", {})
