@@ -29,6 +29,10 @@ def local_session(app_name: str = "sparkmark", *, cores: int = 2, extra_conf: di
                .config("spark.sql.session.timeZone", "UTC")
                .config("spark.driver.memory", os.environ.get("SPARKMARK_DRIVER_MEMORY", "2g"))
                .config("spark.sql.sources.partitionOverwriteMode", "dynamic"))
+    log_conf = os.path.join(os.path.dirname(__file__), "log4j2.properties")
+    builder = builder.config("spark.driver.extraJavaOptions",
+                             f"-Dlog4j2.configurationFile=file:{log_conf}")
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # no "hostname resolves to loopback"
     jars = jdbc_jars()
     if jars:
         builder = builder.config("spark.jars", ",".join(jars))
