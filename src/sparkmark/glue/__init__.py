@@ -17,7 +17,8 @@ Importing this package makes ``SparkContext()`` with no arguments work, as in a 
 Spark is not launched by ``spark-submit`` and neither ``PYSPARK_SUBMIT_ARGS`` nor a
 ``spark-defaults.conf`` sets a master, it sets ``PYSPARK_SUBMIT_ARGS`` for a quiet local Spark
 (master from env ``SPARKMARK_GLUE_MASTER``, else ``MASTER``, else ``local[2]``; UI off; UTC
-session time zone like Glue; the JDBC driver jars sparkmark knows about on the class path).
+session time zone like Glue; sparkmark's WARN-level log4j2 configuration; the JDBC driver jars
+sparkmark knows about on the class path).
 """
 from __future__ import annotations
 
@@ -59,6 +60,10 @@ def local_submit_args(env: Mapping[str, str]) -> str | None:
             "--conf", "spark.ui.showConsoleProgress=false",
             "--conf", "spark.sql.shuffle.partitions=4",
             "--conf", "spark.sql.session.timeZone=UTC"]
+    log_conf = os.path.join(os.path.dirname(os.path.dirname(__file__)), "log4j2.properties")
+    if os.path.isfile(log_conf):  # sparkmark's WARN-level logging, as in sparkmark.spark
+        args += ["--conf", "spark.driver.extraJavaOptions="
+                 f"-Dlog4j2.configurationFile=file:{log_conf}"]
     jars = jdbc_jars()
     if jars:
         args += ["--jars", ",".join(jars)]
@@ -74,6 +79,7 @@ def configure_local_spark(env: MutableMapping[str, str] | None = None) -> bool:
         return False
     env[SUBMIT_ENV] = args
     env.setdefault("PYSPARK_PYTHON", os.sys.executable)
+    env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # no "hostname resolves to loopback" warning
     return True
 
 
