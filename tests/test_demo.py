@@ -21,7 +21,7 @@ def test_demo_runs_the_bookmarked_job_and_passes(spark, tmp_path, monkeypatch):
     ok, text = _run(tmp_path)
     assert ok, text
     last = text.strip().splitlines()[-1]
-    assert last.startswith("demo verdict: PASS") and "4/4 checks" in last
+    assert last.startswith("demo verdict: PASS") and "5/5 checks" in last
     # every run printed its files and rows, then the ledger
     for run in range(1, 5):
         assert f"run {run} at T = t0 + {10 * (run - 1)} min" in text
