@@ -140,6 +140,10 @@ def write_files(job: "Job", df: "DataFrame", target: str, *, format: str = "parq
     stamped = stamp(df, job.run_id, job.snapshot_ts)
     _check_schema(job.spark, fs, target, fmt, stamped)
     staging = f"{root.toString().rstrip('/')}/{STAGING_DIR}/{job.run_id}/{len(job._outputs)}"
+    # In the ledger before anything exists on disk: a crash from here on leaves nothing that the
+    # next init does not know about and clean up.
+    job._register_output({"kind": "files", "target": root.toString(), "staging": staging,
+                          "format": fmt, "ctx": transformation_ctx, "partition_by": parts})
     try:
         made = fs.mkdirs(fs.path(staging))
     except Exception as e:  # noqa: BLE001 - permission denied and friends come from the JVM
@@ -148,8 +152,6 @@ def write_files(job: "Job", df: "DataFrame", target: str, *, format: str = "parq
     if not made:
         raise SinkError(f"cannot write to target {target}: could not create a directory there "
                         "(permission denied?); check that the directory is writable")
-    job._register_output({"kind": "files", "target": root.toString(), "staging": staging,
-                          "format": fmt, "ctx": transformation_ctx, "partition_by": parts})
 
     def action(d: "DataFrame") -> None:
         w = d.write.format(fmt).mode("overwrite").options(**(options or {}))
