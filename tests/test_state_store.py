@@ -65,3 +65,13 @@ def test_schema_is_versioned_and_a_newer_schema_is_refused(tmp_path):
 def test_unknown_job(state_url):
     with pytest.raises(UnknownJobError, match="no job named 'ghost'"):
         Bookmarks(state_url).get("ghost")
+
+
+def test_a_deleted_sqlite_file_is_not_served_from_the_engine_cache(tmp_path):
+    url = f"sqlite:///{tmp_path}/gone/state.db"
+    Job(None, state=url).init("was-here", {}).commit()
+    import shutil
+    shutil.rmtree(tmp_path / "gone")  # e.g. rm -r .sparkmark between two runs in one notebook
+    with pytest.raises(UnknownJobError):
+        Bookmarks(url).get("was-here")
+    assert (tmp_path / "gone" / "state.db").is_file()

@@ -83,8 +83,19 @@ class BookmarkVersion:
         }
 
 
-_ENGINES: dict[str, Engine] = {}
+_ENGINES: dict[str, tuple[Engine, Any]] = {}
 _ENGINES_LOCK = threading.Lock()
+
+
+def _sqlite_identity(engine: Engine) -> Any:
+    """(device, inode) of a SQLite database file; None for other databases."""
+    if engine.url.get_backend_name() != "sqlite" or engine.url.database in (None, "", ":memory:"):
+        return None
+    try:
+        st = os.stat(engine.url.database)
+    except OSError:
+        return "missing"
+    return (st.st_dev, st.st_ino)
 
 
 def open_store(state: str | None = None) -> "StateStore":
@@ -110,16 +121,22 @@ class StateStore:
 
     # ------------------------------------------------------------------ engine & errors
     def _engine(self) -> Engine:
+        """One engine per URL and process.  A SQLite file that was deleted or replaced since
+        (``rm -r .sparkmark``) gets a new engine: pooled connections would still see the old
+        file."""
         with _ENGINES_LOCK:
-            engine = _ENGINES.get(self.url)
-            if engine is not None:
-                self._password = engine.url.password
-                return engine
+            cached = _ENGINES.get(self.url)
+            if cached is not None:
+                engine, identity = cached
+                if identity == _sqlite_identity(engine):
+                    self._password = engine.url.password
+                    return engine
+                engine.dispose()
             engine = self._create_engine()
             with self._errors("open"):
                 with engine.begin() as conn:
                     schema.ensure_schema(conn)
-            _ENGINES[self.url] = engine
+            _ENGINES[self.url] = (engine, _sqlite_identity(engine))
             return engine
 
     def _create_engine(self) -> Engine:
