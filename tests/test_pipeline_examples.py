@@ -9,7 +9,10 @@ import pytest
 from sparkmark.pipeline import load_pipeline_file
 
 ROOT = Path(__file__).resolve().parents[1]
-SEED = Path("/work/shared/seeds/overwatch-etl-process.md")
+# shared/ sits beside the clone (in CI too); /work/shared is where it lives on a dev machine
+SEED = next((p for p in (ROOT.parent / "shared" / "seeds" / "overwatch-etl-process.md",
+                         Path("/work/shared/seeds/overwatch-etl-process.md")) if p.exists()),
+            ROOT.parent / "shared" / "seeds" / "overwatch-etl-process.md")
 
 
 def _seed_table():
