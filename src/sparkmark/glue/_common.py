@@ -19,6 +19,16 @@ class GlueUnsupportedAttributeError(GlueUnsupportedError, AttributeError):
     """The same, raised from an object's ``__getattr__`` (so ``hasattr`` answers False)."""
 
 
+def as_options(value: Any, what: str) -> dict[str, Any]:
+    """An optional mapping of option names to values (``None`` is empty); else a clear error."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"{what} must be a dict of option names to values, not "
+                          f"{type(value).__name__}")
+    return dict(value)
+
+
 def unsupported_message(what: str, hint: str | None = None) -> str:
     text = f"{what} is not supported by sparkmark.glue"
     if hint:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Mapping
 
 from ..errors import ConfigError, SourceError
-from ._common import load_mapping_file
+from ._common import as_options, load_mapping_file
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -77,13 +77,13 @@ def parse_entry(name: str, entry: Any, source: str, base_dir: str | None = None)
         if not isinstance(table, str) or not table.strip():
             raise ConfigError(f"{where}: a JDBC entry needs 'table' (the table in the database, "
                               "optionally schema.table)")
-        props = _dict(entry.get("properties"), f"{where}: properties")
+        props = as_options(entry.get("properties"), f"{where}: properties")
         for k in ("driver", "user", "password"):
             if entry.get(k) is not None:
                 props[k] = entry[k]
         return CatalogTable(name=name, kind="jdbc", source=source, url=url, table=table.strip(),
                             properties={str(k): str(v) for k, v in props.items()},
-                            options=_dict(entry.get("options"), f"{where}: options"))
+                            options=as_options(entry.get("options"), f"{where}: options"))
     unknown = sorted(set(entry) - set(FILE_KEYS))
     if unknown:
         raise ConfigError(f"{where}: unknown key(s) {unknown}; a file table has "
@@ -104,17 +104,9 @@ def parse_entry(name: str, entry: Any, source: str, base_dir: str | None = None)
         resolved.append(p)
     return CatalogTable(name=name, kind="files", source=source, paths=tuple(resolved),
                         format=fmt.strip().lower(),
-                        format_options=_dict(entry.get("format_options"),
+                        format_options=as_options(entry.get("format_options"),
                                              f"{where}: format_options"),
-                        options=_dict(entry.get("options"), f"{where}: options"))
-
-
-def _dict(value: Any, what: str) -> dict[str, Any]:
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        raise ConfigError(f"{what} must be an object of option names to values")
-    return dict(value)
+                        options=as_options(entry.get("options"), f"{where}: options"))
 
 
 def find_in_mapping(data: Mapping[str, Any], name: str) -> Any:

@@ -20,7 +20,7 @@ from ..errors import ConfigError, JobStateError, SinkError, SourceError
 from ..options import DISABLE
 from . import catalog as _catalog
 from . import formats, paths
-from ._common import (GlueUnsupportedError, attribute_error, module_getattr,
+from ._common import (GlueUnsupportedError, as_options, attribute_error, module_getattr,
                       unsupported_message)
 from .dynamicframe import DynamicFrame
 
@@ -170,14 +170,6 @@ def _ctx(transformation_ctx: Any) -> str | None:
     return transformation_ctx
 
 
-def _mapping(value: Any, what: str) -> dict[str, Any]:
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        raise ConfigError(f"{what} must be a dict, not {type(value).__name__}")
-    return dict(value)
-
-
 def _connection_type(connection_type: Any, call: str) -> str:
     name = str(connection_type or "").strip().lower()
     if name in FILE_TYPES or name in JDBC_TYPES:
@@ -320,14 +312,14 @@ class DynamicFrameReader:
             raise GlueUnsupportedError(unsupported_message(f"{call} argument(s) {sorted(kwargs)}"))
         kind = _connection_type(connection_type, call)
         _no_pushdown(push_down_predicate, call)
-        conn = _mapping(connection_options, "connection_options")
+        conn = as_options(connection_options, "connection_options")
         ctx = _ctx(transformation_ctx)
         job = self._glue._job(call)
         if kind in FILE_TYPES:
             if format is None:
                 raise ConfigError(f"{call}: give format= (csv, json, parquet, orc, avro, xml)")
             raw_paths, opts = _s3_options(conn, call)
-            df = _read_files(job, raw_paths, format, _mapping(format_options, "format_options"),
+            df = _read_files(job, raw_paths, format, as_options(format_options, "format_options"),
                              opts, ctx)
         else:
             url, table, props, opts = _jdbc_options(kind, conn, call)
@@ -350,7 +342,7 @@ class DynamicFrameReader:
                 f"{call}(catalog_id=...)", "there is one catalog: the Spark catalog plus "
                 "SPARKMARK_GLUE_CATALOG"))
         _no_pushdown(push_down_predicate, call)
-        extra = _mapping(additional_options, "additional_options")
+        extra = as_options(additional_options, "additional_options")
         ctx = _ctx(transformation_ctx)
         job = self._glue._job(call)
         table = _catalog.lookup(job.spark, database, table_name)
@@ -397,7 +389,7 @@ class DynamicFrameWriter:
             raise GlueUnsupportedError(unsupported_message(f"{call} argument(s) {sorted(kwargs)}"))
         frame = _frame(frame, call)
         kind = _connection_type(connection_type, call)
-        conn = _mapping(connection_options, "connection_options")
+        conn = as_options(connection_options, "connection_options")
         ctx = _ctx(transformation_ctx)
         job = self._glue._job(call)
         if kind in FILE_TYPES:
@@ -409,7 +401,7 @@ class DynamicFrameWriter:
             if format is None:
                 raise ConfigError(f"{call}: give format= (csv, json, parquet, orc)")
             fmt = formats.glue_format(format, write=True)
-            wopts = formats.writer_options(fmt, _mapping(format_options, "format_options"))
+            wopts = formats.writer_options(fmt, as_options(format_options, "format_options"))
             for key, value in conn.items():
                 if key == "compression":
                     wopts["compression"] = value
@@ -436,7 +428,7 @@ class DynamicFrameWriter:
             raise GlueUnsupportedError(unsupported_message(
                 f"{call} argument(s) {sorted(kwargs) + (['catalog_id'] if catalog_id else [])}"))
         frame = _frame(frame, call)
-        extra = _mapping(additional_options, "additional_options")
+        extra = as_options(additional_options, "additional_options")
         job = self._glue._job(call)
         table = _catalog.lookup(job.spark, database, table_name)
         ctx = _ctx(transformation_ctx)

@@ -9,7 +9,7 @@ import re
 from typing import Any, Mapping
 
 from ..errors import ConfigError
-from ._common import GlueUnsupportedError, unsupported_message
+from ._common import GlueUnsupportedError, as_options, unsupported_message
 
 READ_FORMATS = ("csv", "json", "parquet", "orc", "avro", "xml", "text")
 WRITE_FORMATS = ("csv", "json", "parquet", "orc")
@@ -54,11 +54,7 @@ def glue_format(fmt: Any, *, write: bool = False) -> str:
 
 
 def _options(fmt: str, format_options: Mapping[str, Any] | None, what: str) -> dict[str, Any]:
-    if format_options is None:
-        return {}
-    if not isinstance(format_options, Mapping):
-        raise ConfigError(f"{what} must be a dict of option names to values, not "
-                          f"{type(format_options).__name__}")
+    format_options = as_options(format_options, what)
     out: dict[str, Any] = {}
     renames = _RENAME.get(fmt, {})
     for key, value in format_options.items():
