@@ -97,6 +97,7 @@ def parse_job_args(args: Mapping[str, Any] | Sequence[str] | None) -> BookmarkAr
     for key, value in raw.items():
         canon = _CANON.get(str(key).lstrip("-"))
         if canon is None:
+            _refuse_near_miss(str(key))
             extra[str(key).lstrip("-")] = value
             continue
         if canon in found and found[canon] != value:
@@ -123,6 +124,37 @@ def parse_job_args(args: Mapping[str, Any] | Sequence[str] | None) -> BookmarkAr
     name = _opt_str(found.get("JOB_NAME"))
     return BookmarkArgs(option=option, from_run=from_run, to_run=to_run, job_name=name,
                         extra=extra)
+
+
+def _squash(key: str) -> str:
+    return "".join(ch for ch in key.lower() if ch.isalnum())
+
+
+_BOOKMARK_KEYS = {"jobbookmarkoption": "--job-bookmark-option",
+                  "jobbookmarkfrom": "--job-bookmark-from",
+                  "jobbookmarkto": "--job-bookmark-to"}
+
+
+def _refuse_near_miss(key: str) -> None:
+    """A key that looks like a bookmark argument but is not one would silently mean "disable"
+    (read everything, every run); refuse it naming the right spelling.
+
+    >>> _refuse_near_miss("--job-bookmark-options")
+    Traceback (most recent call last):
+    ...
+    sparkmark.errors.ConfigError: unknown job argument '--job-bookmark-options': did you mean \
+--job-bookmark-option (or job_bookmark_option in a dict)?
+    """
+    import difflib
+    squashed = _squash(key)
+    if "bookmark" not in squashed and not difflib.get_close_matches(
+            squashed, list(_BOOKMARK_KEYS), n=1, cutoff=0.8):
+        return
+    best = difflib.get_close_matches(squashed, list(_BOOKMARK_KEYS), n=1, cutoff=0.7)
+    right = _BOOKMARK_KEYS[best[0]] if best else "--job-bookmark-option"
+    shown = key if len(key) <= 80 else key[:80] + "..."
+    raise ConfigError(f"unknown job argument {shown!r}: did you mean {right} (or "
+                      f"{right[2:].replace('-', '_')} in a dict)?")
 
 
 def _opt_str(value: Any) -> str | None:

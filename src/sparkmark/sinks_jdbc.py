@@ -109,8 +109,27 @@ class _Target:
         return int(rows[0][0]) if rows and rows[0][0] is not None else 0
 
 
-def _stage_name(table: str) -> str:
-    return table + STAGE_SUFFIX
+STAGE_NAME_MAX = 30  # fits every common database (Oracle 12.1: 30, PostgreSQL: 63, MySQL: 64)
+
+
+def stage_name(table: str) -> str:
+    """The staging table of ``table``: ``<table>__sm_stage``, or a short hashed name when that
+    would be longer than 30 characters (PostgreSQL silently truncates names past 63, and
+    publish would then not find the stage).
+
+    >>> stage_name("orders")
+    'orders__sm_stage'
+    >>> len(stage_name("s." + "x" * 70)) <= 2 + 30
+    True
+    """
+    import hashlib
+    schema, dot, name = table.rpartition(".")
+    full = name + STAGE_SUFFIX
+    if len(full) <= STAGE_NAME_MAX:
+        return f"{schema}{dot}{full}"
+    digest = hashlib.sha1(name.lower().encode()).hexdigest()[:10]
+    short = f"{name[:STAGE_NAME_MAX - 11 - len(STAGE_SUFFIX)]}_{digest}{STAGE_SUFFIX}"
+    return f"{schema}{dot}{short}"
 
 
 def write_jdbc(job: "Job", df: "DataFrame", url: str, table: str, *,
@@ -125,7 +144,7 @@ def write_jdbc(job: "Job", df: "DataFrame", url: str, table: str, *,
                           "digits and underscores")
     props = dict(properties or {})
     stamped = stamp(df, job.run_id, job.snapshot_ts)
-    stage = _stage_name(table)
+    stage = stage_name(table)
     # Finish earlier runs of this job that wait for credentials to publish to this table.
     recover_with_credentials(job, url, table, props)
     with _Target(job.spark, url, props) as t:
@@ -154,6 +173,10 @@ def write_jdbc(job: "Job", df: "DataFrame", url: str, table: str, *,
     try:
         n = _count_while(stamped, action)
         with _Target(job.spark, url, props) as t:
+            if not t.exists(stage):
+                raise SinkError(
+                    f"the staging table {stage} of table {table} is missing right after the "
+                    "write (did the database shorten or rename it?); nothing was committed")
             if not t.exists(table):  # same column types as Spark gave the staging table
                 stamped.limit(0).write.jdbc(url, table, mode="append", properties=writer_props)
     except SinkError:
@@ -190,7 +213,11 @@ def publish_jdbc(spark: "SparkSession", run_id: str, out: dict[str, Any],
     try:
         with target as t:
             if not t.exists(out["staging_table"]):
-                return True
+                raise SinkError(
+                    f"cannot publish run {run_id} to table {out['target']}: its staging table "
+                    f"{out['staging_table']} is missing, so its rows are lost or were never "
+                    "staged; the run stays 'pending' in the ledger. Roll it back and rerun "
+                    "it ('sparkmark bookmark reset' to the run before)")
             st_name, tg_name = out["staging_table"], out["target"]
             stage, table = t.q(st_name), t.q(tg_name)
             dst = ", ".join(t.col(tg_name, c) for c in out["columns"])

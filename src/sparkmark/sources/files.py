@@ -40,6 +40,21 @@ if TYPE_CHECKING:
 FORMATS = ("json", "csv", "parquet", "orc", "avro", "xml", "text")
 _PARSED_FORMATS = ("json", "csv", "xml")
 _GLOB_CHARS = re.compile(r"[*?\[{]")
+_HADOOP_GLOB_SPECIAL = re.compile(r"([{}\[\]*?\\])")
+
+
+def escape_glob(path: str) -> str:
+    r"""A listed file's path as a Hadoop glob that matches only that file.
+
+    Spark expands every path it is given as a glob, so ``c[1].json`` would read ``c1.json``
+    and ``a*.json`` its neighbours.  Hadoop's glob syntax escapes a character with a backslash.
+
+    >>> print(escape_glob("file:/in/report[final].json"))
+    file:/in/report\[final\].json
+    """
+    return _HADOOP_GLOB_SPECIAL.sub(r"\\\1", path)
+
+
 _STATUS = re.compile(
     r"\{path=(.*?); isDirectory=(true|false)(?:; length=(\d+))?.*?; modification_time=(-?\d+);",
     re.DOTALL)
@@ -325,7 +340,7 @@ def load(spark: "SparkSession", fmt: str, files: Sequence[FileEntry], listing: L
             reader = reader.schema(schema)
         try:
             with _serial_listing(spark, len(paths)):
-                frames.append(reader.load(paths))
+                frames.append(reader.load([escape_glob(p) for p in paths]))
         except Exception as e:  # noqa: BLE001
             raise SourceError(f"cannot read the {fmt} input ({len(paths)} new file(s) under "
                               f"{base or paths[0]}): {_first_line(e)}; fix or remove the file, "
