@@ -147,3 +147,45 @@ def test_misspelled_bookmark_argument_is_an_error_naming_the_right_spelling(key,
     # the right spellings and unrelated Glue arguments still pass
     assert parse_job_args({"job_bookmark_option": "job-bookmark-enable",
                            "--TempDir": "s3://t"}).option == "job-bookmark-enable"
+
+
+# ---------------------------------------------------------------------- 5. modified during read
+def test_file_appended_while_a_run_reads_it_fails_the_run_and_the_retry_reads_it_once(
+        spark, state_url, clock, tmp_path):
+    from sparkmark.errors import SourceError
+    src = str(tmp_path / "in")
+    path = write_json(f"{src}/a.json", [1, 2], clock.now - 2 * MIN)
+    job = new_job(spark, state_url, clock)
+    df = job.read.files(src, transformation_ctx="src")
+    assert sorted(r.id for r in df.collect()) == [1, 2]
+    with open(path, "a") as f:  # upstream appends while the run is going
+        f.write(json.dumps({"id": 3}) + "\n")
+    set_mtime(path, clock.now - MIN)
+    with pytest.raises(SourceError, match=r"input file file:/\S*/in/a.json of source 'src' "
+                                          r"changed"):
+        job.commit()
+    runs = job.store.list_runs(job_name="orders")
+    assert runs[-1]["status"] == "FAILED" and "a.json" in runs[-1]["error"]
+    assert job.store.bookmark_entry("orders")["JobBookmark"] == {}
+
+    clock.advance(MIN)
+    job = new_job(spark, state_url, clock)
+    assert sorted(r.id for r in job.read.files(src, transformation_ctx="src").collect()) == [
+        1, 2, 3]
+    job.commit()
+    clock.advance(30 * MIN)
+    job = new_job(spark, state_url, clock)
+    assert job.read.files(src, transformation_ctx="src").count() == 0
+    job.commit()
+
+
+def test_file_rewritten_with_the_same_mtime_but_another_size_fails_the_run(
+        spark, sqlite_url, clock, tmp_path):
+    from sparkmark.errors import SourceError
+    src = str(tmp_path / "in")
+    path = write_json(f"{src}/a.json", [1, 2], clock.now - 2 * MIN)
+    job = new_job(spark, sqlite_url, clock)
+    job.read.files(src, transformation_ctx="src").collect()
+    write_json(path, [1, 2, 3, 4], clock.now - 2 * MIN)
+    with pytest.raises(SourceError, match="a.json of source 'src' changed"):
+        job.commit()

@@ -25,7 +25,7 @@ import traceback
 import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 
 from .clock import Clock, system_clock
 from .errors import ConfigError, JobStateError, SparkmarkError
@@ -115,6 +115,7 @@ class Job:
         self._config_extra: dict[str, Any] = {}      # pipelines: merged into the ledger config
         self._active = False
         self._heartbeat: _Heartbeat | None = None
+        self._commit_checks: list[Callable[[], None]] = []
 
     # ------------------------------------------------------------------ properties
     @property
@@ -202,6 +203,8 @@ class Job:
                       outputs=json.dumps(self._outputs) if self._outputs else None,
                       publish_state="pending" if self._outputs else None)
         try:
+            for check in self._commit_checks:
+                check()
             version = self.store.commit_run(
                 self.job_name, self.run_id, start_version=self.start_version,
                 new_state=new_state, status=self._status_override or (EMPTY if empty else SUCCEEDED),
@@ -304,6 +307,16 @@ class Job:
         self._outputs.append(output)
         self.store.update_run(self.run_id, outputs=json.dumps(self._outputs),
                               publish_state="staged")
+
+    def add_commit_check(self, check: Callable[[], None]) -> None:
+        """Run ``check()`` at :meth:`commit` before anything is saved; an exception from it
+        fails the run (FAILED in the ledger, bookmark unchanged).  Sources use it to refuse
+        input that changed while the run read it::
+
+            job.add_commit_check(lambda: verify_nothing_changed())
+        """
+        self._require_active("add_commit_check")
+        self._commit_checks.append(check)
 
     def _add_written(self, n: int) -> None:
         self._records_written += int(n)

@@ -292,6 +292,54 @@ def _status_slow(st) -> tuple[str, bool, int, int]:
             int(st.getModificationTime()))
 
 
+def changed_files(spark: "SparkSession", files: Sequence[FileEntry]) -> list[str]:
+    """The files among ``files`` whose mtime or size is not what the listing showed (a file
+    appended to or rewritten while the run read it).  A file that is gone now is not counted:
+    whatever the run read of it cannot be read again."""
+    out: list[str] = []
+    local = [f for f in files if f.path.startswith("file:/")]
+    for f in local:
+        try:
+            st = os.stat(f.path[len("file:"):])
+        except FileNotFoundError:
+            continue
+        except OSError:
+            out.append(f.path)
+            continue
+        if st.st_mtime_ns // 1_000_000 != f.mtime or st.st_size != f.size:
+            out.append(f.path)
+    remote = [f for f in files if not f.path.startswith("file:/")]
+    if remote:
+        jvm = spark.sparkContext._jvm
+        conf = spark.sparkContext._jsc.hadoopConfiguration()
+        by_dir: dict[str, list[FileEntry]] = {}
+        for f in remote:
+            by_dir.setdefault(f.path.rsplit("/", 1)[0], []).append(f)
+        for d, entries in by_dir.items():
+            jdir = jvm.org.apache.hadoop.fs.Path(d)
+            fs = jdir.getFileSystem(conf)
+            try:
+                now = {p: (size, mtime) for p, _d, size, mtime
+                       in _parse_statuses(spark, fs.listStatus(jdir))}
+            except Exception:  # noqa: BLE001 - the directory is gone: nothing to compare
+                continue
+            for f in entries:
+                if f.path in now and now[f.path] != (f.size, f.mtime):
+                    out.append(f.path)
+    return out
+
+
+def check_unchanged(spark: "SparkSession", files: Sequence[FileEntry], what: str) -> None:
+    """Raise :class:`SourceError` naming the first file that changed since it was listed."""
+    changed = changed_files(spark, files)
+    if changed:
+        more = f" (and {len(changed) - 1} more)" if len(changed) > 1 else ""
+        raise SourceError(
+            f"input file {changed[0]}{more} of {what} changed (new modification time or size) "
+            "while this run read it, so the rows read may be partial; nothing was committed. "
+            "Run the job again: the next run reads the file whole, once")
+
+
 # ---------------------------------------------------------------------- reading
 def has_spark_avro(spark: "SparkSession") -> bool:
     """Whether Spark's ``avro`` data source (the spark-avro module) can be looked up."""
@@ -472,6 +520,10 @@ def read_files(job: "Job", path: str | Sequence[str], *, format: str = "json",
                                   band=state.band, files=state.files,
                                   extra={**dict(state.extra), "schema": df.schema.json()})
             job._stage_state(transformation_ctx, state.to_element(), info)
+            if selected:
+                what = f"source {transformation_ctx!r}"
+                chosen = tuple(selected)
+                job.add_commit_check(lambda: check_unchanged(job.spark, chosen, what))
         return df
     except BaseException:
         if transformation_ctx is not None:
