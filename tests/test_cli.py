@@ -93,6 +93,9 @@ def test_cli_errors_are_one_clear_line(tmp_path, clock):
 
 
 def test_default_state_in_working_directory(tmp_path):
+    # read-only commands never create a store (issue 16, case 12)
     res = cli("bookmark", "get", "nothing-yet", cwd=tmp_path)
-    _assert_one_line_error(res, "no job named")
-    assert (tmp_path / ".sparkmark" / "state.db").is_file()
+    _assert_one_line_error(res, "there is no state store at .sparkmark/state.db")
+    assert not (tmp_path / ".sparkmark").exists()
+    _assert_one_line_error(cli("report", cwd=tmp_path), "there is no state store")
+    assert not (tmp_path / ".sparkmark").exists()

@@ -189,3 +189,385 @@ def test_file_rewritten_with_the_same_mtime_but_another_size_fails_the_run(
     write_json(path, [1, 2, 3, 4], clock.now - 2 * MIN)
     with pytest.raises(SourceError, match="a.json of source 'src' changed"):
         job.commit()
+
+
+# ---------------------------------------------------------------------- 3. the state file
+def sqlite_path(url: str) -> str:
+    return url[len("sqlite:///"):]
+
+
+def first_run(spark, url, clock, src):
+    write_json(f"{src}/a.json", [1], clock.now - 30 * MIN)
+    job = new_job(spark, url, clock)
+    assert job.read.files(src, transformation_ctx="src").count() == 1
+    job.commit()
+    clock.advance(30 * MIN)
+
+
+def test_state_file_truncated_between_runs_is_refused_not_reset(spark, sqlite_url, clock,
+                                                                tmp_path):
+    from sparkmark.errors import StateStoreError
+    src = str(tmp_path / "in")
+    first_run(spark, sqlite_url, clock, src)
+    path = sqlite_path(sqlite_url)
+    for extra in ("-wal", "-shm"):
+        if os.path.exists(path + extra):
+            os.remove(path + extra)
+    open(path, "w").close()  # truncated to 0 bytes
+    with pytest.raises(StateStoreError, match="exists but is empty"):
+        new_job(spark, sqlite_url, clock)
+    assert os.path.getsize(path) == 0  # no schema was created in it
+
+
+@pytest.mark.parametrize("how", ["delete", "replace"])
+def test_state_file_deleted_or_replaced_mid_run_refuses_the_commit(spark, sqlite_url, clock,
+                                                                   tmp_path, how):
+    from sparkmark.errors import StateStoreError
+    src = str(tmp_path / "in")
+    first_run(spark, sqlite_url, clock, src)
+    other = f"sqlite:///{tmp_path / 'other.db'}"
+    Job(spark, state=other, clock=clock)  # a second, valid store
+    write_json(f"{src}/b.json", [2], clock.now - MIN)
+    job = new_job(spark, sqlite_url, clock)
+    assert job.read.files(src, transformation_ctx="src").count() == 1
+    path = sqlite_path(sqlite_url)
+    if how == "delete":
+        os.remove(path)
+    else:
+        os.replace(tmp_path / "other.db", path)
+    with pytest.raises(StateStoreError, match="was (deleted|replaced)"):
+        job.commit()
+
+
+def test_store_replaced_mid_run_refuses_the_commit(spark, state_url, clock, tmp_path):
+    """The store's identity (a random id in sm_meta) is checked at commit."""
+    import sqlalchemy as sa
+    from sparkmark.errors import StateStoreError
+    src = str(tmp_path / "in")
+    first_run(spark, state_url, clock, src)
+    job = new_job(spark, state_url, clock)
+    engine = sa.create_engine(state_url.replace("postgresql://", "postgresql+psycopg://"))
+    with engine.begin() as c:  # as if the database had been recreated from another store
+        c.execute(sa.text("UPDATE sm_meta SET value = 'someotherstore' WHERE key = 'store_id'"))
+    engine.dispose()
+    with pytest.raises(StateStoreError, match="replaced by another store"):
+        job.commit()
+    assert job.store.list_runs(job_name="orders")[-1]["status"] == "FAILED"
+
+
+def test_a_new_state_file_is_created_only_where_none_exists(spark, tmp_path, clock):
+    url = f"sqlite:///{tmp_path / 'fresh' / 'state.db'}"
+    job = Job(spark, state=url, clock=clock)
+    assert os.path.getsize(sqlite_path(url)) > 0 and job.store.store_id
+
+
+# ---------------------------------------------------------------------- 4. the clock
+def test_driver_clock_an_hour_ahead_for_one_run_loses_no_file(spark, state_url, clock,
+                                                              tmp_path):
+    src = str(tmp_path / "in")
+    true_now = clock.now
+    write_json(f"{src}/a.json", [1], true_now - 30 * MIN)
+    clock.now = true_now + 60 * MIN  # the driver's clock runs an hour ahead for this run
+    job = new_job(spark, state_url, clock)
+    assert [r.id for r in job.read.files(src, transformation_ctx="src").collect()] == [1]
+    job.commit()
+    # written after that run, stamped by the storage's (right) clock
+    write_json(f"{src}/b.json", [2], true_now + 10 * MIN)
+    clock.now = true_now + 20 * MIN  # the clock is right again
+    job = new_job(spark, state_url, clock)
+    assert [r.id for r in job.read.files(src, transformation_ctx="src").collect()] == [2]
+    job.commit()
+
+
+def test_driver_clock_a_day_behind_loses_no_file(spark, sqlite_url, clock, tmp_path):
+    src = str(tmp_path / "in")
+    true_now = clock.now
+    write_json(f"{src}/a.json", [1], true_now - MIN)
+    job = new_job(spark, sqlite_url, clock)
+    assert job.read.files(src, transformation_ctx="src").count() == 1
+    job.commit()
+    write_json(f"{src}/b.json", [2], true_now + 5 * MIN)
+    clock.now = true_now - 24 * 60 * MIN  # jumps back a day
+    job = new_job(spark, sqlite_url, clock)
+    assert job.read.files(src, transformation_ctx="src").count() == 0  # b is "in the future"
+    job.commit()
+    clock.now = true_now + 10 * MIN
+    job = new_job(spark, sqlite_url, clock)
+    assert [r.id for r in job.read.files(src, transformation_ctx="src").collect()] == [2]
+    job.commit()
+
+
+def test_empty_input_with_a_clock_ahead_settles_nothing(spark, sqlite_url, clock, tmp_path):
+    src = tmp_path / "in"
+    src.mkdir()
+    true_now = clock.now
+    clock.now = true_now + 60 * MIN
+    job = new_job(spark, sqlite_url, clock)
+    assert job.read.files(str(src), transformation_ctx="src").count() == 0
+    job.commit()
+    write_json(f"{src}/a.json", [1], true_now + MIN)
+    clock.now = true_now + 2 * MIN
+    job = new_job(spark, sqlite_url, clock)
+    assert [r.id for r in job.read.files(str(src), transformation_ctx="src").collect()] == [1]
+    job.commit()
+
+
+@pytest.mark.parametrize("bad,msg", [
+    (lambda: 1_700_000_000, "looks like epoch seconds"),
+    (lambda: 1_700_000_000_000_000_000, "looks like epoch nanoseconds"),
+    (lambda: 1_700_000_000_000.5, "returned a float"),
+    ("datetime", r"returned a datetime \(e.g. datetime.now\)"),
+])
+def test_clock_of_the_wrong_type_or_unit_is_a_clear_error_at_init(spark, sqlite_url, bad, msg):
+    import datetime as dt
+    from sparkmark.errors import ConfigError
+    if bad == "datetime":
+        bad = dt.datetime.now
+    job = Job(spark, state=sqlite_url, clock=bad)
+    with pytest.raises(ConfigError, match=msg):
+        job.init("orders", ENABLE)
+    assert job.store.job_row("orders") is None  # nothing was started
+
+
+# ---------------------------------------------------------------------- 8-9. secrets
+def test_state_url_password_in_the_query_is_masked_in_every_error(spark, pg_server):
+    from sparkmark import Bookmarks
+    from sparkmark.errors import StateStoreError, UnknownJobError
+    good = pg_server.create_database(f"sec{os.getpid()}") + "?password=s3cr3tpw"
+    with pytest.raises(UnknownJobError) as e:
+        Bookmarks(good).get("nope")
+    assert "s3cr3tpw" not in str(e.value) and "password=***" in str(e.value)
+    down = "postgresql+psycopg://postgres@127.0.0.1:1/x?password=s3cr3tpw"
+    with pytest.raises(StateStoreError) as e:
+        Bookmarks(down)
+    assert "s3cr3tpw" not in str(e.value) and "unreachable" in str(e.value)
+    from sparkmark.state.store import redact
+    assert redact("sqlite:///x.db?pwd=s3cr3tpw") == "sqlite:///x.db?pwd=***"
+
+
+def test_jdbc_properties_are_stored_by_allowlist_and_secrets_scrubbed_from_errors(
+        spark, state_url, clock, pg_target):
+    sa_url, jdbc, props = pg_target
+    props = {**props, "passwd": "hunter2pw", "sslpassword": "k3y", "tcpKeepAlive": "true",
+             "ApplicationName": "app-xyz"}
+    with pytest.raises(ValueError):
+        with Job(spark, state=state_url, clock=clock).run("sec", ENABLE) as job:
+            job.write_jdbc(spark.range(2), jdbc, "dest", properties=props)
+            raise ValueError(f"could not log in with hunter2pw to {jdbc}?password=other1")
+    run = job.store.list_runs(job_name="sec")[-1]
+    assert run["status"] == "FAILED"
+    assert "hunter2pw" not in run["error"] and "other1" not in run["error"]
+    assert "could not log in with ***" in run["error"]
+    stored = json.loads(run["outputs"])[0]["properties"]
+    assert stored == {"user": "postgres"}
+    everything = json.dumps({k: str(v) for k, v in run.items()})
+    assert "hunter2pw" not in everything and "app-xyz" not in everything and "k3y" not in everything
+
+
+# ---------------------------------------------------------------------- 7. files beside partitions
+def test_file_beside_partition_folders_is_an_error_never_processed_unread(spark, state_url,
+                                                                          clock, tmp_path):
+    from sparkmark.errors import SourceError
+    src = str(tmp_path / "in")
+    write_json(f"{src}/p=1/a.json", [1], clock.now - MIN)
+    write_json(f"{src}/x.json", [2], clock.now - MIN)
+    job = new_job(spark, state_url, clock)
+    with pytest.raises(SourceError, match=r"input file \S*/in/x.json lies beside partition "
+                                          r"folders such as p=1/"):
+        job.read.files(src, transformation_ctx="src")
+    job.fail("refused")
+    assert job.store.bookmark_entry("orders")["JobBookmark"] == {}
+    # the way out the message names
+    job = new_job(spark, state_url, clock)
+    df = job.read.files(src, transformation_ctx="src", options={"exclusions": '["x.json"]'})
+    assert [r.id for r in df.collect()] == [1]
+    job.commit()
+
+
+# ---------------------------------------------------------------------- 10. release
+def test_a_run_that_never_finishes_can_be_released_from_outside(state_url, clock):
+    from sparkmark import Bookmarks
+    from sparkmark.errors import BookmarkConflictError, ConcurrentRunError
+    stuck = Job(None, state=state_url, clock=clock).init("nb", ENABLE)  # a notebook mid-way
+    with pytest.raises(ConcurrentRunError, match="sparkmark bookmark release nb"):
+        Job(None, state=state_url, clock=clock).init("nb", ENABLE)
+    with pytest.raises(ConcurrentRunError, match=f"sparkmark bookmark release nb --run-id "
+                                                 f"{stuck.run_id}"):
+        Bookmarks(state_url, clock=clock).reset("nb")
+    with pytest.raises(Exception, match="is not the active run"):
+        Bookmarks(state_url, clock=clock).release("nb", "f" * 32)
+    assert Bookmarks(state_url, clock=clock).release("nb", stuck.run_id) == stuck.run_id
+    run = stuck.store.get_run(stuck.run_id)
+    assert run["status"] == "FAILED" and "released" in run["error"]
+    nxt = Job(None, state=state_url, clock=clock).init("nb", ENABLE)
+    assert nxt.attempt == 1
+    nxt.commit()
+    with pytest.raises(BookmarkConflictError):  # the stuck cell, if it ever goes on
+        stuck.commit()
+
+
+def test_release_from_the_command_line(state_url, clock):
+    from typer.testing import CliRunner
+    from sparkmark.cli import app
+    stuck = Job(None, state=state_url, clock=clock).init("nb", ENABLE)
+    res = CliRunner().invoke(app, ["--state", state_url, "bookmark", "release", "nb"])
+    assert res.exit_code == 0, res.output
+    assert f"run {stuck.run_id} of nb released" in res.output
+    res = CliRunner().invoke(app, ["--state", state_url, "bookmark", "release", "nb"])
+    assert res.exit_code == 2 and "has no active run" in res.output
+
+
+def test_heartbeat_stops_once_the_job_object_is_gone(state_url):
+    import gc
+    import time as _t
+    from sparkmark.clock import system_clock
+    job = Job(None, state=state_url, clock=system_clock, lease_ms=300).init("gone", ENABLE)
+    store = job.store
+    _t.sleep(0.5)
+    first = store.job_row("gone")["lease_expires_ts"]
+    _t.sleep(0.5)
+    assert store.job_row("gone")["lease_expires_ts"] > first  # renewed while the Job lives
+    del job
+    gc.collect()
+    _t.sleep(0.5)
+    stopped = store.job_row("gone")["lease_expires_ts"]
+    _t.sleep(0.6)
+    assert store.job_row("gone")["lease_expires_ts"] == stopped
+
+
+# ---------------------------------------------------------------------- 11. lease identity
+def test_live_run_in_another_pid_namespace_is_never_taken_over(state_url, clock):
+    from sparkmark.errors import ConcurrentRunError
+    from sparkmark.state.lease import this_host
+    from sparkmark.state.schema import jobs
+    job = Job(None, state=state_url, clock=clock).init("ctr", ENABLE)
+    # another container: same host name, same boot, another PID namespace, a pid we cannot see
+    with job.store.engine.begin() as conn:
+        conn.execute(jobs.update().values(lease_host=f"{this_host()}#aaaa.4026530000.12345",
+                                          lease_pid=4_000_000))
+    with pytest.raises(ConcurrentRunError, match="already has an active run"):
+        Job(None, state=state_url, clock=clock).init("ctr", ENABLE)
+    assert job.store.job_row("ctr")["active_run_id"] == job.run_id
+
+
+def test_recycled_pid_of_a_dead_holder_is_not_mistaken_for_it(state_url, clock):
+    from sparkmark.state.lease import lease_token, this_host
+    from sparkmark.state.schema import jobs
+    job = Job(None, state=state_url, clock=clock).init("pid", ENABLE)
+    token = lease_token(this_host(), os.getpid())
+    stale = token.rsplit(".", 1)[0] + ".1"  # same namespace and pid, another start time
+    with job.store.engine.begin() as conn:
+        conn.execute(jobs.update().values(lease_host=stale, lease_pid=os.getpid()))
+    nxt = Job(None, state=state_url, clock=clock).init("pid", ENABLE)  # taken over at once
+    assert nxt.attempt == 1
+    nxt.commit()
+
+
+HOLDER = """
+import sys, time
+from sparkmark import Job
+job = Job(None, state=sys.argv[1]).init("ctr", {"job_bookmark_option": "job-bookmark-enable"})
+print("ready", flush=True)
+time.sleep(120)
+"""
+
+
+def test_live_run_in_a_real_other_pid_namespace_is_never_taken_over(state_url, tmp_path):
+    """A container that shares our host name: its pid (3999999) does not exist here."""
+    import shutil
+    import subprocess
+    import sys
+    from sparkmark.errors import ConcurrentRunError
+    if shutil.which("unshare") is None or os.geteuid() != 0:
+        pytest.skip("needs unshare and root to start a process in a new PID namespace")
+    script = tmp_path / "holder.py"
+    script.write_text(HOLDER)
+    cmd = ["unshare", "-p", "-f", "--mount-proc", "sh", "-c",
+           'echo 3999998 > /proc/sys/kernel/ns_last_pid && "$0" "$1" "$2"',
+           sys.executable, str(script), state_url]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline()
+        if line.strip() != "ready":
+            pytest.skip(f"could not start the holder in a new PID namespace: "
+                        f"{proc.stderr.read()[-300:]}")
+        row = Job(None, state=state_url).store.job_row("ctr")
+        assert row["lease_pid"] == 3_999_999
+        with pytest.raises(ConcurrentRunError, match="already has an active run"):
+            Job(None, state=state_url).init("ctr", ENABLE)
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+# ---------------------------------------------------------------------- 12. error wording
+def test_read_only_commands_never_create_a_store(tmp_path):
+    from sparkmark.errors import StateStoreError
+    from sparkmark.state import open_store
+    typo = tmp_path / "no" / "such" / "state.db"
+    with pytest.raises(StateStoreError, match="there is no state store at"):
+        open_store(f"sqlite:///{typo}", create=False)
+    assert not (tmp_path / "no").exists()
+
+
+def test_state_lock_held_too_long_has_its_own_message(tmp_path, clock):
+    import sqlite3
+    from sparkmark.errors import StateStoreError
+    from sparkmark.state import open_store
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    store = open_store(url)
+    holder = sqlite3.connect(str(tmp_path / "s.db"), timeout=1)
+    holder.execute("BEGIN IMMEDIATE")
+    store.engine.dispose()
+    fast = __import__("sqlalchemy").create_engine(url, connect_args={"timeout": 0.2})
+    store.engine = fast  # the same store, with a short busy timeout so the test is quick
+    try:
+        with pytest.raises(StateStoreError, match="stayed locked by another process"):
+            store.update_run("x" * 32, status="FAILED")
+    finally:
+        holder.rollback()
+        holder.close()
+        fast.dispose()
+
+
+def test_read_only_state_file_has_its_own_message(tmp_path, clock):
+    from sparkmark.errors import StateStoreError
+    if os.geteuid() == 0:
+        pytest.skip("root writes to read-only files")
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    Job(None, state=url, clock=clock)
+    os.chmod(tmp_path / "s.db", 0o444)
+    with pytest.raises(StateStoreError, match="read-only"):
+        Job(None, state=url, clock=clock).init("x", ENABLE)
+
+
+def test_unwritable_working_folder_is_one_line_exit_2(tmp_path):
+    import subprocess
+    import sys
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    (ro / ".sparkmark").write_text("a file where the state folder should be")
+    res = subprocess.run([sys.executable, "-m", "sparkmark.cli", "bookmark", "reset", "x"],
+                         cwd=ro, capture_output=True, text=True,
+                         env={**os.environ, "SPARKMARK_STATE": ""})
+    assert res.returncode == 2, res.stderr
+    lines = [x for x in res.stderr.splitlines() if x.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: cannot create the folder")
+
+
+@pytest.mark.parametrize("name", [" orders", "orders ", "or\x00ders", "or\nders"])
+def test_job_names_with_whitespace_or_control_characters_are_refused(sqlite_url, clock, name):
+    from sparkmark.errors import ConfigError
+    job = Job(None, state=sqlite_url, clock=clock)
+    with pytest.raises(ConfigError, match="leading/trailing whitespace or a control character"):
+        job.init(name, ENABLE)
+    assert job.store.job_names() == []
+
+
+def test_echoed_values_are_capped(sqlite_url, clock):
+    from sparkmark import Bookmarks
+    from sparkmark.errors import UnknownRunError
+    Job(None, state=sqlite_url, clock=clock).init("orders", ENABLE).commit()
+    with pytest.raises(UnknownRunError) as e:
+        Bookmarks(sqlite_url).get("orders", "r" * 10_000)
+    assert len(str(e.value)) < 400

@@ -52,9 +52,15 @@ def test_numbers_across_success_failure_retry(state_url, clock):
     assert seen["src"].previous == {"high": 1}  # the failed run's input is read again
     assert (job3.run_number, job3.attempt) == (2, 1)
     e = Bookmarks(state_url).get("orders")
-    assert (e["Version"], e["Run"], e["Attempt"], e["PreviousRunId"]) == (2, 2, 0, job1.run_id)
+    # the seed: the attempt number "is only incremented when there is a run after a failed
+    # attempt": the committed retry is Run 2, Attempt 1 (issue 16, case 13)
+    assert (e["Version"], e["Run"], e["Attempt"], e["PreviousRunId"]) == (2, 2, 1, job1.run_id)
 
-    rows = _ledger(state_url)
+    job4, seen = _run(state_url, clock, elements={"src": {"high": 4}})
+    assert (job4.run_number, job4.attempt) == (3, 0)
+    e = Bookmarks(state_url).get("orders")
+    assert (e["Version"], e["Run"], e["Attempt"]) == (3, 3, 0)  # a clean run: back to 0
+    rows = _ledger(state_url)[:3]
     assert [r["status"] for r in rows] == ["SUCCEEDED", "FAILED", "SUCCEEDED"]
     assert [(r["run_number"], r["attempt"]) for r in rows] == [(1, 0), (2, 0), (2, 1)]
     assert "RuntimeError: boom in transform" in rows[1]["error"]

@@ -7,6 +7,7 @@
     bm.history("orders")                # every version, oldest first
     bm.reset("orders")                  # next enabled run reprocesses everything
     bm.reset("orders", run_id=R)        # rewind: next run reprocesses only what came after R
+    bm.release("orders")                # end an active run that will never finish
 """
 from __future__ import annotations
 
@@ -35,3 +36,11 @@ class Bookmarks:
     def reset(self, job_name: str, run_id: str | None = None) -> int:
         """Reset (or rewind to run ``run_id``); returns the new version. History is kept."""
         return self.store.reset(job_name, run_id, now=self.clock())
+
+    def release(self, job_name: str, run_id: str | None = None) -> str:
+        """End the job's active run that will never finish (a notebook cell left mid-way, a
+        hung driver): it is recorded FAILED and its lease is broken.  Returns its run id.
+
+            Bookmarks().release("orders")          # or: sparkmark bookmark release orders
+        """
+        return self.store.release(job_name, run_id, now=self.clock())

@@ -68,9 +68,10 @@ def _main(state: Optional[str] = typer.Option(
         os.environ["SPARKMARK_STATE"] = state
 
 
-def _bookmarks():
+def _bookmarks(create: bool = True):
     from .bookmarks import Bookmarks
-    return Bookmarks(CTX.state)
+    from .state import open_store
+    return Bookmarks(open_store(CTX.state, create=create))
 
 
 def _echo_json(obj: Any) -> None:
@@ -84,7 +85,7 @@ def bookmark_get(job: str = typer.Argument(..., help="Job name"),
                                                       help="The bookmark committed by this run")
                  ) -> None:
     """Print the bookmark as JSON shaped like Glue's JobBookmarkEntry."""
-    _guard(lambda: _echo_json(_bookmarks().get(job, run_id)))
+    _guard(lambda: _echo_json(_bookmarks(create=False).get(job, run_id)))
 
 
 @bookmark_app.command("history")
@@ -93,7 +94,7 @@ def bookmark_history(job: str = typer.Argument(..., help="Job name"),
                                                 help="table or json")) -> None:
     """List every version of a job's bookmark."""
     def body() -> None:
-        rows = _bookmarks().history(job)
+        rows = _bookmarks(create=False).history(job)
         _check_format(format, ("table", "json"))
         if format == "json":
             _echo_json(rows)
@@ -120,6 +121,17 @@ def bookmark_reset(job: str = typer.Argument(..., help="Job name"),
         version = _bookmarks().reset(job, run_id)
         what = f"rewound to run {run_id}" if run_id else "reset"
         out.print(f"bookmark of {job} {what}: now version {version}")
+    _guard(body)
+
+
+@bookmark_app.command("release")
+def bookmark_release(job: str = typer.Argument(..., help="Job name"),
+                     run_id: Optional[str] = typer.Option(
+                         None, "--run-id", help="Only if this is the active run")) -> None:
+    """End a run that will never finish: record it FAILED and break its lease."""
+    def body() -> None:
+        released = _bookmarks().release(job, run_id)
+        out.print(f"run {released} of {job} released: recorded FAILED, lease broken")
     _guard(body)
 
 
@@ -157,7 +169,7 @@ def report(pipeline: Optional[str] = typer.Option(None, "--pipeline", help="Only
         _check_format(format, ("table", "json", "csv"))
         if last is not None and last < 1:
             raise SparkmarkError("--last must be a positive number of runs")
-        rows = report_rows(open_store(CTX.state), pipeline=pipeline, module=module, job=job,
+        rows = report_rows(open_store(CTX.state, create=False), pipeline=pipeline, module=module, job=job,
                            last=last, timezone=timezone)
         if format == "json":
             _echo_json(rows)

@@ -27,9 +27,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 
-from .clock import Clock, system_clock
+from .clock import Clock, checked_now, system_clock
 from .errors import ConfigError, JobStateError, SparkmarkError
 from .options import ENABLE, PAUSE, BookmarkArgs, parse_job_args
+from .secrets import SecretSet
 from .state import StateStore, open_store
 from .state.lease import DEFAULT_LEASE_MS
 from .state.store import EMPTY, FAILED, SUCCEEDED
@@ -90,6 +91,10 @@ class Job:
         self.clock: Clock = clock or system_clock
         self.lease_ms = lease_ms or DEFAULT_LEASE_MS
         self.read = JobReader(self)
+        #: Secret values given to this Job (state URL password, JDBC passwords): scrubbed from
+        #: every error text written to the ledger.
+        self.secrets = SecretSet()
+        self.secrets.add_url(self.store.url)
         self._reset_run_fields()
 
     def _reset_run_fields(self) -> None:
@@ -150,6 +155,10 @@ class Job:
                               "--JOB_NAME orders in args")
         if len(name) > 255:
             raise ConfigError(f"job name is too long ({len(name)} > 255 characters)")
+        if name != name.strip() or any(ord(c) < 32 or ord(c) == 127 for c in name):
+            raise ConfigError(
+                f"job name {name[:80]!r} has leading/trailing whitespace or a control character "
+                "(e.g. NUL); give a plain name such as 'orders'")
         from_state = to_state = None
         if parsed.from_run:
             v_from, v_to = self.store.validate_runs(name, [parsed.from_run, parsed.to_run])
@@ -158,7 +167,7 @@ class Job:
                     f"--job-bookmark-to {parsed.to_run} committed before --job-bookmark-from "
                     f"{parsed.from_run}; give the earlier run as from")
             from_state, to_state = v_from.state, v_to.state
-        now = self.clock()
+        now = checked_now(self.clock)
         snapshot = now if snapshot_ts is None else snapshot_ts
         run_id = uuid.uuid4().hex
         from . import sinks  # recovery of earlier runs' staged output
@@ -224,7 +233,7 @@ class Job:
         if not self._active:
             return
         from . import sinks
-        text = error if isinstance(error, str) else _error_text(error)
+        text = self.secrets.scrub(error if isinstance(error, str) else _error_text(error))
         try:
             sinks.discard_outputs(self.spark, self._outputs, self._sink_properties)
         finally:
@@ -336,10 +345,15 @@ class Job:
 
 
 class _Heartbeat:
-    """Renews the run's lease every third of its length until the run ends."""
+    """Renews the run's lease every third of its length until the run ends, or until the Job
+    object is gone (dropped without commit or fail): it holds the Job only weakly, so a run
+    nobody can finish any more lets its lease expire instead of holding it forever."""
 
     def __init__(self, job: Job):
-        self._job = job
+        import weakref
+        self._job = weakref.ref(job)
+        self._store, self._name, self._run_id = job.store, job.job_name, job.run_id
+        self._clock, self._lease_ms = job.clock, job.lease_ms
         self._stop = threading.Event()
         self.lost = False
         self._thread = threading.Thread(target=self._loop, name=f"sparkmark-lease-{job.run_id}",
@@ -347,11 +361,13 @@ class _Heartbeat:
         self._thread.start()
 
     def _loop(self) -> None:
-        job = self._job
-        interval = max(job.lease_ms / 3000.0, 0.05)
+        interval = max(self._lease_ms / 3000.0, 0.05)
         while not self._stop.wait(interval):
+            if self._job() is None:
+                return  # the Job was garbage-collected: stop renewing
             try:
-                if not job.store.heartbeat(job.job_name, job.run_id, job.clock(), job.lease_ms):
+                if not self._store.heartbeat(self._name, self._run_id, self._clock(),
+                                             self._lease_ms):
                     self.lost = True
                     return
             except SparkmarkError:

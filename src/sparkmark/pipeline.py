@@ -49,7 +49,7 @@ from .planning.windows import (DAY_MS, EMPTY, FAILED, NO_PROGRESS, PROGRESS_STAT
                                Window, format_ts, get_zone, parse_time, primordial_start,
                                rollback_cut, select_modules, topo_order)
 from .state import StateStore, open_store
-from .state.lease import lease_is_alive, this_host
+from .state.lease import host_name, lease_is_alive, this_host
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -344,7 +344,7 @@ class Pipeline:
                     expires_ts=jr["lease_expires_ts"], now=now, my_host=this_host()):
                 raise ConcurrentRunError(
                     f"module {mid} of pipeline {self.name!r} has an active run "
-                    f"{jr['active_run_id']} (host {jr['lease_host']}, pid {jr['lease_pid']}); "
+                    f"{jr['active_run_id']} (host {host_name(jr['lease_host'])}, pid {jr['lease_pid']}); "
                     f"{what} after that run ends. Nothing was changed.")
 
     def _finish_removals(self, rows: list[dict[str, Any]] | None = None) -> None:

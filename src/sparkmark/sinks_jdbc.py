@@ -26,17 +26,19 @@ if TYPE_CHECKING:
     from .job import Job
 
 STAGE_SUFFIX = "__sm_stage"
-_SECRET_KEYS = ("password", "pwd", "secret", "token")
 _RUN_ID = re.compile(r"^[0-9a-f]{32}$")
 
 
 def _public_props(props: dict[str, Any]) -> dict[str, str]:
-    return {k: str(v) for k, v in props.items()
-            if not any(s in k.lower() for s in _SECRET_KEYS)}
+    """What the ledger may keep of the connection properties: an allowlist (user, driver and
+    a few known-safe keys), never the rest."""
+    from .secrets import safe_properties
+    return safe_properties(props)
 
 
 def _url_has_secret(url: str) -> bool:
-    return bool(re.search(r"(?i)password=|//[^/@]+:[^/@]+@", url))
+    from .secrets import url_secrets
+    return bool(url_secrets(url))
 
 
 class _Target:
@@ -143,6 +145,8 @@ def write_jdbc(job: "Job", df: "DataFrame", url: str, table: str, *,
         raise ConfigError(f"table name {table!r} is not a plain [schema.]name; use letters, "
                           "digits and underscores")
     props = dict(properties or {})
+    job.secrets.add_properties(props)
+    job.secrets.add_url(url)
     stamped = stamp(df, job.run_id, job.snapshot_ts)
     stage = stage_name(table)
     # Finish earlier runs of this job that wait for credentials to publish to this table.

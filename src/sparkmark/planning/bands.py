@@ -305,9 +305,16 @@ def plan_band(listing: Iterable[FileEntry], previous: BandState | None, listing_
     """
     T = int(listing_ts)
     dt = int(options.max_band)
-    band_start = T - dt
     prev_low = previous.low if previous is not None else None
     prev_files: dict[str, int] = dict(previous.files) if previous is not None else {}
+    listing = list(listing)
+    # The driver's clock alone must not settle anything: a clock that runs ahead would move
+    # ``low`` past files the storage stamps later.  The state's T is bounded by what the file
+    # system shows: at most the newest listed mtime + dt - 1, so low = T_state - dt stays below
+    # every file written from now on (docs/files.md, "Clocks").  Selection still uses T.
+    newest = max((e.mtime for e in listing), default=None)
+    T_state = T if newest is None else min(T, newest + dt - 1)
+    band_start = T_state - dt
 
     candidates: list[tuple[FileEntry, str]] = []
     waiting = 0
@@ -345,8 +352,13 @@ def plan_band(listing: Iterable[FileEntry], previous: BandState | None, listing_
         if entry.mtime > band_start:
             in_band.add(key)
 
+    if newest is None:  # nothing listed: nothing the file system shows settles anything
+        state = BandState(low=prev_low, high=previous.high if previous is not None else None,
+                          listing_ts=T, band=dt, files=prev_files,
+                          extra=dict(previous.extra) if previous is not None else {})
+        return Plan(selected=(), state=state, eligible=0, deferred=0, waiting=0)
     if len(taken) == len(candidates):
-        high = T
+        high = T_state
         low_candidate = band_start
     else:
         cut = candidates[len(taken)][0].mtime   # oldest file left behind

@@ -340,6 +340,30 @@ def check_unchanged(spark: "SparkSession", files: Sequence[FileEntry], what: str
             "Run the job again: the next run reads the file whole, once")
 
 
+def check_partition_layout(listing: Listing) -> None:
+    """Refuse a file that lies beside ``key=value`` folders (``root/x.json`` next to
+    ``root/p=1/``): Spark reads such a mix without that file, so it would be recorded as
+    processed while never read."""
+    with_files: dict[tuple[str, str], str] = {}
+    with_parts: dict[tuple[str, str], str] = {}
+    for path, base in listing.base_of.items():
+        if base is None:
+            continue
+        parts = path[len(base) + 1:].split("/")
+        with_files.setdefault((base, "/".join(parts[:-1])), path)
+        for i, name in enumerate(parts[:-1]):
+            if "=" in name:
+                with_parts.setdefault((base, "/".join(parts[:i])), name)
+    for key, path in with_files.items():
+        if key in with_parts:
+            rel = path[len(key[0]) + 1:]
+            raise SourceError(
+                f"input file {path} lies beside partition folders such as {with_parts[key]}/; "
+                "Spark leaves such a file out when it reads the partitions, so it would be "
+                "counted as processed without being read. Move it into a partition folder, "
+                f"or leave it out with options={{'exclusions': '[\"{rel}\"]'}}")
+
+
 # ---------------------------------------------------------------------- reading
 def has_spark_avro(spark: "SparkSession") -> bool:
     """Whether Spark's ``avro`` data source (the spark-avro module) can be looked up."""
@@ -484,6 +508,7 @@ def read_files(job: "Job", path: str | Sequence[str], *, format: str = "json",
     opts, schema = reader_options(fmt, rest)
     paths = _as_paths(path)
     listing = list_inputs(job.spark, paths, band_opts)
+    check_partition_layout(listing)
 
     bookmark = job._bookmark_for(transformation_ctx)
     try:

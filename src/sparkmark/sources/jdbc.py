@@ -67,6 +67,8 @@ def read_jdbc(job: "Job", url: str, table: str, transformation_ctx: str | None =
               properties: dict[str, Any] | None = None,
               options: dict[str, Any] | None = None) -> "DataFrame":
     """Rows of ``table`` past the last committed bookmark key (everything without a bookmark)."""
+    job.secrets.add_properties(properties)
+    job.secrets.add_url(url if isinstance(url, str) else None)
     bm = job._bookmark_for(transformation_ctx)
     if not isinstance(url, str) or not url.startswith("jdbc:"):
         raise ConfigError(f"url must be a JDBC URL such as jdbc:postgresql://host:5432/db, "
@@ -202,8 +204,8 @@ def _apt_hint(driver: str) -> str:
 
 
 def _redact(url: str) -> str:
-    url = re.sub(r"(?i)(password=)[^&;]*", r"\1***", url)
-    return re.sub(r"(//[^/:@]+:)[^@/]*@", r"\1***@", url)
+    from ..secrets import mask_url
+    return mask_url(url)
 
 
 def _java_message(e: BaseException) -> str:

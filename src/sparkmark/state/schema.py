@@ -99,6 +99,21 @@ def current_schema_version(conn: Connection) -> int | None:
     return int(value) if value is not None else None
 
 
+def store_id(conn: Connection) -> str | None:
+    """The store's identity: a random id written once when the store is created, so a run can
+    tell at commit that it still talks to the store it began on (not a deleted, truncated or
+    replaced file)."""
+    if not inspect(conn).has_table("sm_meta"):
+        return None
+    return conn.execute(select(meta.c.value).where(meta.c.key == "store_id")).scalar()
+
+
+def _ensure_store_id(conn: Connection) -> None:
+    if conn.execute(select(meta.c.value).where(meta.c.key == "store_id")).scalar() is None:
+        import uuid
+        conn.execute(meta.insert().values(key="store_id", value=uuid.uuid4().hex))
+
+
 def ensure_schema(conn: Connection) -> int:
     """Create or upgrade the schema inside the caller's transaction; return the version found."""
     if conn.dialect.name == "postgresql":  # first use by several processes at once: one at a time
@@ -107,6 +122,7 @@ def ensure_schema(conn: Connection) -> int:
     if found is None:
         metadata.create_all(conn)
         conn.execute(meta.insert().values(key="schema_version", value=str(SCHEMA_VERSION)))
+        _ensure_store_id(conn)
         return 0
     if found > SCHEMA_VERSION:
         from ..errors import StateStoreError
@@ -116,4 +132,5 @@ def ensure_schema(conn: Connection) -> int:
     for step in range(found + 1, SCHEMA_VERSION + 1):
         UPGRADES[step](conn)
         conn.execute(meta.update().where(meta.c.key == "schema_version").values(value=str(step)))
+    _ensure_store_id(conn)
     return found

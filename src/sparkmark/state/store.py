@@ -23,7 +23,7 @@ from sqlalchemy.exc import ArgumentError, DBAPIError, IntegrityError, NoSuchModu
 from ..errors import (BookmarkConflictError, ConcurrentRunError, StateCorruptError,
                       StateStoreError, UnknownJobError, UnknownRunError)
 from . import schema
-from .lease import lease_is_alive, this_host
+from .lease import host_name, lease_is_alive, lease_token, this_host
 from .schema import jobs, runs, versions
 
 DEFAULT_STATE_URL = "sqlite:///.sparkmark/state.db"
@@ -98,14 +98,30 @@ def _sqlite_identity(engine: Engine) -> Any:
     return (st.st_dev, st.st_ino)
 
 
-def open_store(state: str | None = None) -> "StateStore":
-    return StateStore(resolve_state_url(state))
+def cap(value: Any, limit: int = 80) -> str:
+    """A user-given value shortened for echoing in a message.
+
+    >>> cap("x" * 100, 10)
+    'xxxxxxxxx…'
+    """
+    text = str(value)
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def open_store(state: str | None = None, *, create: bool = True) -> "StateStore":
+    """The state store at ``state`` (URL, env ``SPARKMARK_STATE``, or the default).
+    ``create=False`` (read-only commands) refuses a missing store instead of creating one.
+
+        store = open_store("sqlite:///.sparkmark/state.db", create=False)
+    """
+    return StateStore(resolve_state_url(state), create=create)
 
 
 def redact(url: str) -> str:
     """The URL with any password masked, for messages."""
+    from ..secrets import mask_url
     try:
-        return make_url(url).render_as_string(hide_password=True)
+        return mask_url(make_url(url).render_as_string(hide_password=True))
     except Exception:
         return "<unparseable URL>"
 
@@ -113,11 +129,40 @@ def redact(url: str) -> str:
 class StateStore:
     """Bookmarks (all versions) and the ledger for every job, behind one small interface."""
 
-    def __init__(self, url: str):
+    def __init__(self, url: str, *, create: bool = True):
         self.url = url
         self.display_url = redact(url)
         self._password = None
+        self.create = create
         self.engine = self._engine()
+        self.file_identity = _sqlite_identity(self.engine)
+        with self.tx("open") as conn:
+            self.store_id = schema.store_id(conn)
+
+    def check_same_store(self, conn: Connection) -> None:
+        """Refuse to go on when the store is no longer the one this object opened: its SQLite
+        file was deleted, truncated or replaced (or the database recreated) since."""
+        what = None
+        if self.file_identity is not None:
+            now = _sqlite_identity(self.engine)
+            if now == "missing":
+                what = "was deleted"
+            elif now != self.file_identity:
+                what = "was replaced by another file"
+        if what is None:
+            try:
+                found = schema.store_id(conn)
+            except DBAPIError:
+                found = None
+            if found != self.store_id:
+                what = ("was emptied or truncated" if found is None
+                        else "was replaced by another store")
+        if what is not None:
+            raise StateStoreError(
+                f"the state store {self.display_url} {what} after this run opened it; nothing "
+                "was committed. Restore it from a backup, or start the job again with a new "
+                "Job object to use the store that is there now (a new, empty store reads "
+                "everything again)")
 
     # ------------------------------------------------------------------ engine & errors
     def _engine(self) -> Engine:
@@ -125,6 +170,7 @@ class StateStore:
         (``rm -r .sparkmark``) gets a new engine: pooled connections would still see the old
         file."""
         with _ENGINES_LOCK:
+            self._refuse_empty_file()
             cached = _ENGINES.get(self.url)
             if cached is not None:
                 engine, identity = cached
@@ -135,9 +181,33 @@ class StateStore:
             engine = self._create_engine()
             with self._errors("open"):
                 with engine.begin() as conn:
+                    if not self.create and schema.current_schema_version(conn) is None:
+                        raise StateStoreError(
+                            f"{self.display_url} holds no sparkmark state store; check --state "
+                            "/ SPARKMARK_STATE (this command only reads and creates nothing)")
                     schema.ensure_schema(conn)
             _ENGINES[self.url] = (engine, _sqlite_identity(engine))
             return engine
+
+    def _refuse_empty_file(self) -> None:
+        """A state file that exists but is empty was truncated (or created by something else):
+        creating a schema in it would silently restart every bookmark from nothing."""
+        try:
+            url = make_url(self.url)
+        except ArgumentError:
+            return
+        if url.get_backend_name() != "sqlite" or url.database in (None, "", ":memory:"):
+            return
+        path = Path(url.database).expanduser()
+        try:
+            empty = path.is_file() and path.stat().st_size == 0
+        except OSError:
+            return
+        if empty:
+            raise StateStoreError(
+                f"the state file {path} exists but is empty (0 bytes, e.g. truncated); "
+                "sparkmark will not start a new store in it, which would read every input "
+                "again. Restore the file from a backup, or delete it to start over on purpose")
 
     def _create_engine(self) -> Engine:
         hint = ("use e.g. sqlite:///path/to/state.db or "
@@ -157,7 +227,18 @@ class StateStore:
         kwargs: dict[str, Any] = {"future": True}
         if backend == "sqlite":
             if url.database and url.database != ":memory:":
-                Path(url.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+                path = Path(url.database).expanduser()
+                if not self.create and not path.exists():
+                    raise StateStoreError(
+                        f"there is no state store at {path}; check --state / "
+                        "SPARKMARK_STATE (this command only reads and creates nothing)")
+                try:
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                except OSError as e:
+                    raise StateStoreError(
+                        f"cannot create the folder {path.parent} for the state file "
+                        f"({e.strerror}); run from a writable working folder or give "
+                        "--state / SPARKMARK_STATE") from None
             kwargs["connect_args"] = {"timeout": 60, "check_same_thread": False}
         elif backend == "postgresql":
             kwargs["pool_pre_ping"] = True
@@ -185,9 +266,10 @@ class StateStore:
         return engine
 
     def _scrub(self, text: str) -> str:
-        if self._password:
-            text = text.replace(str(self._password), "***")
-        return text
+        from ..secrets import SecretSet
+        secrets = SecretSet([str(self._password)] if self._password else [])
+        secrets.add_url(self.url)
+        return secrets.scrub(text)
 
     @contextmanager
     def _errors(self, what: str) -> Iterator[None]:
@@ -196,6 +278,23 @@ class StateStore:
         except DBAPIError as e:
             reason = str(getattr(e, "orig", e)).strip().splitlines()
             reason_text = self._scrub(reason[0] if reason else type(e).__name__)
+            low = reason_text.lower()
+            if "database is locked" in low:
+                raise StateStoreError(
+                    f"state store {self.display_url} stayed locked by another process for 60 s "
+                    f"during {what}; another run or command holds a write transaction on it. "
+                    "Retry when it is done, or find the process that holds the file open.") \
+                    from None
+            if "readonly database" in low or "read-only" in low:
+                raise StateStoreError(
+                    f"state store {self.display_url} is read-only ({reason_text}) during "
+                    f"{what}; give this user write access to the file and its folder, or use "
+                    "another --state / SPARKMARK_STATE.") from None
+            if "unable to open database file" in low:
+                raise StateStoreError(
+                    f"cannot open the state file of {self.display_url} ({reason_text}) during "
+                    f"{what}; check that its folder exists and is writable, or use another "
+                    "--state / SPARKMARK_STATE.") from None
             raise StateStoreError(
                 f"state store {self.display_url} is unreachable or failed during {what}: "
                 f"{reason_text}. Check the URL (--state / SPARKMARK_STATE) and that the "
@@ -240,7 +339,7 @@ class StateStore:
         row = self._job_row(conn, job_name, lock=lock)
         if row is None:
             raise UnknownJobError(
-                f"no job named {job_name!r} in state store {self.display_url}; "
+                f"no job named {cap(job_name)!r} in state store {self.display_url}; "
                 "'sparkmark report' lists the jobs that have run")
         return row
 
@@ -265,7 +364,7 @@ class StateStore:
             why = (f"it ended {known} without committing a bookmark" if known
                    else "no such run of this job")
             raise UnknownRunError(
-                f"run {run_id!r} of job {job_name!r} has no committed bookmark ({why}); "
+                f"run {cap(run_id)!r} of job {cap(job_name)!r} has no committed bookmark ({why}); "
                 f"'sparkmark bookmark history {job_name}' lists the runs that committed one")
         return self._version_from_row(row)
 
@@ -296,6 +395,7 @@ class StateStore:
                    snapshot_ts: int, lease_ms: int, pid: int, host: str,
                    ledger: dict[str, Any]) -> RunStart:
         with self.engine.begin() as conn:
+            self.check_same_store(conn)
             job = self._job_row(conn, job_name, lock=True)
             if job is None:
                 conn.execute(jobs.insert().values(
@@ -309,11 +409,14 @@ class StateStore:
                                   expires_ts=job.lease_expires_ts, now=now, my_host=host):
                     raise ConcurrentRunError(
                         f"job {job_name!r} already has an active run {job.active_run_id} "
-                        f"(host {job.lease_host}, pid {job.lease_pid}); wait for it to finish. "
-                        "Its lease is taken over automatically once that process is gone "
-                        "(same host) or its lease expires (another host).")
+                        f"(host {host_name(job.lease_host)}, pid {job.lease_pid}); wait for it "
+                        "to finish. Its lease is taken over automatically once that process is "
+                        "gone (same host) or its lease expires (another host); to end a run "
+                        "that will never finish (e.g. a notebook left mid-way), run "
+                        f"'sparkmark bookmark release {job_name}'.")
                 old = conn.execute(select(runs).where(runs.c.run_id == job.active_run_id)).first()
-                reason = (f"taken over by run {run_id}: its process (host {job.lease_host}, "
+                reason = (f"taken over by run {run_id}: its process (host "
+                          f"{host_name(job.lease_host)}, "
                           f"pid {job.lease_pid}) is gone or its lease expired")
                 conn.execute(runs.update().where(runs.c.run_id == job.active_run_id,
                                                  runs.c.status == RUNNING)
@@ -323,7 +426,7 @@ class StateStore:
                 attempt += 1
             version = self._version(conn, job, job.current_version)
             conn.execute(jobs.update().where(jobs.c.job_name == job_name).values(
-                active_run_id=run_id, lease_host=host, lease_pid=pid,
+                active_run_id=run_id, lease_host=lease_token(host, pid), lease_pid=pid,
                 lease_expires_ts=now + lease_ms, attempt=attempt))
             conn.execute(runs.insert().values(
                 run_id=run_id, job_name=job_name, run_number=job.run_number + 1,
@@ -352,6 +455,7 @@ class StateStore:
         """
         assert status in (SUCCEEDED, EMPTY)
         with self.tx("commit") as conn:
+            self.check_same_store(conn)
             job = self._require_job(conn, job_name, lock=True)
             if job.active_run_id != run_id:
                 raise BookmarkConflictError(
@@ -393,6 +497,31 @@ class StateStore:
                     active_run_id=None, lease_host=None,
                     lease_pid=None, lease_expires_ts=None))
 
+    def release(self, job_name: str, run_id: str | None = None, *, now: int) -> str:
+        """End a job's active run from outside (``sparkmark bookmark release``): record it
+        FAILED and break its lease, so the next run or a reset can go ahead.  The run's own
+        process, if it is still alive, then fails at commit (it lost the lease).  Returns the
+        released run's id."""
+        from ..errors import JobStateError
+        with self.tx("releasing a run") as conn:
+            job = self._require_job(conn, job_name, lock=True)
+            active = job.active_run_id
+            if active is None:
+                raise JobStateError(f"job {job_name!r} has no active run; nothing to release")
+            if run_id is not None and run_id != active:
+                raise UnknownRunError(
+                    f"run {cap(run_id)!r} is not the active run of job {job_name!r} (that is "
+                    f"{active}); give --run-id {active} or leave --run-id out")
+            conn.execute(runs.update().where(runs.c.run_id == active,
+                                             runs.c.status == RUNNING).values(
+                status=FAILED, run_end_ts=now,
+                error="released with 'sparkmark bookmark release': the run never finished "
+                      f"(host {host_name(job.lease_host)}, pid {job.lease_pid})"))
+            conn.execute(jobs.update().where(jobs.c.job_name == job_name).values(
+                attempt=job.attempt + 1, active_run_id=None, lease_host=None, lease_pid=None,
+                lease_expires_ts=None))
+            return str(active)
+
     def update_run(self, run_id: str, **fields: Any) -> None:
         with self.tx("updating the ledger") as conn:
             conn.execute(runs.update().where(runs.c.run_id == run_id).values(**fields))
@@ -404,8 +533,19 @@ class StateStore:
             job = self._require_job(conn, job_name)
             if run_id is None:
                 v = self._version(conn, job, job.current_version)
-                return v.as_entry(run=job.run_number, attempt=job.attempt)
+                return v.as_entry(run=job.run_number, attempt=self._shown_attempt(conn, job))
             return self._version_of_run(conn, job_name, run_id).as_entry()
+
+    @staticmethod
+    def _shown_attempt(conn: Connection, job: Any) -> int:
+        """Glue's Attempt: the failed attempts since the last success while there are any,
+        else the attempt number of the run that last succeeded (1 for a committed retry
+        after one failure; 0 again after a clean run)."""
+        if job.attempt or job.last_run_id is None:
+            return int(job.attempt)
+        last = conn.execute(select(runs.c.attempt).where(
+            runs.c.run_id == job.last_run_id)).scalar()
+        return int(last or 0)
 
     def current_version(self, job_name: str) -> BookmarkVersion:
         with self.tx("reading bookmarks") as conn:
@@ -451,7 +591,8 @@ class StateStore:
                 now=now, my_host=this_host()):
             raise ConcurrentRunError(
                 f"job {job_name!r} has an active run {job.active_run_id}; {action} after that "
-                "run ends")
+                "run ends, or end it first with "
+                f"'sparkmark bookmark release {job_name} --run-id {job.active_run_id}'")
         state = {} if run_id is None else self._version_of_run(conn, job_name, run_id).state
         version = job.current_version + 1
         conn.execute(versions.insert().values(
@@ -468,7 +609,7 @@ class StateStore:
         with self.tx("reading the ledger") as conn:
             row = conn.execute(select(runs).where(runs.c.run_id == run_id)).first()
         if row is None:
-            raise UnknownRunError(f"no run with id {run_id!r} in {self.display_url}")
+            raise UnknownRunError(f"no run with id {cap(run_id)!r} in {self.display_url}")
         return dict(row._mapping)
 
     def list_runs(self, *, job_name: str | None = None, pipeline: str | None = None,
