@@ -51,6 +51,22 @@ def driver_for(url: str) -> str:
                       "properties={'driver': '...'} and put its jar on spark.jars")
 
 
+def spark_url(url: str) -> str:
+    """The URL to hand Spark's JDBC reader and writer.  Spark picks its SQL dialect by URL
+    prefix and its MySQL dialect only matches ``jdbc:mysql``: a ``jdbc:mariadb:`` URL would get
+    the default dialect, which quotes names with ``"`` (a string literal for MariaDB).  MariaDB's
+    driver accepts the ``jdbc:mysql:`` scheme (3.x with ``permitMysqlScheme``), so the URL is
+    rewritten; the driver class stays MariaDB's.
+
+    >>> spark_url("jdbc:mariadb://db:3306/hr?user=etl")
+    'jdbc:mysql://db:3306/hr?user=etl&permitMysqlScheme'
+    """
+    if not url.lower().startswith("jdbc:mariadb:"):
+        return url
+    rest = url[len("jdbc:mariadb:"):]
+    return f"jdbc:mysql:{rest}{'&' if '?' in rest else '?'}permitMysqlScheme"
+
+
 def apt_hint(driver: str) -> str:
     for _, cls, pkg in DRIVERS:
         if cls == driver and pkg:

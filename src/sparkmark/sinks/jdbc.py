@@ -20,7 +20,7 @@ import re
 from typing import TYPE_CHECKING, Any, Mapping
 
 from ..errors import ConfigError, JobStateError, SinkError, SourceError
-from ..jdbcconn import JdbcConnection, driver_for, java_message
+from ..jdbcconn import JdbcConnection, driver_for, java_message, spark_url
 from ..redact import redact_url, url_has_secret
 from ..run import JdbcOutput, RunContext
 from .stamping import RUN_ID_COL, checked_run_id, count_while, stamp
@@ -164,7 +164,7 @@ def write_jdbc(run: RunContext, df: "DataFrame", url: str, table: str, *,
     writer_props.setdefault("driver", driver_for(url))
 
     def action(d: "DataFrame") -> None:
-        d.write.jdbc(url, stage, mode="append", properties=writer_props)
+        d.write.jdbc(spark_url(url), stage, mode="append", properties=writer_props)
 
     try:
         n = count_while(stamped, action)
@@ -174,7 +174,8 @@ def write_jdbc(run: RunContext, df: "DataFrame", url: str, table: str, *,
                     f"the staging table {stage} of table {table} is missing right after the "
                     "write (did the database shorten or rename it?); nothing was committed")
             if not t.exists(table):  # same column types as Spark gave the staging table
-                stamped.limit(0).write.jdbc(url, table, mode="append", properties=writer_props)
+                stamped.limit(0).write.jdbc(spark_url(url), table, mode="append",
+                                            properties=writer_props)
     except SinkError:
         raise
     except Exception as e:  # noqa: BLE001

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
 
 from ..errors import ConfigError, SourceError
-from ..jdbcconn import JdbcConnection, TableRef, driver_for, java_message
+from ..jdbcconn import JdbcConnection, TableRef, driver_for, java_message, spark_url
 from ..planning import keyrange as kr
 from ..redact import redact_url
 from ..run import ReadMode, RunContext, SourceBookmark
@@ -84,9 +84,10 @@ def read_jdbc(run: RunContext, url: str, table: str, transformation_ctx: str | N
     try:
         reader_props = reader_properties(props, spark_opts, driver)
         if predicates:
-            df = run.spark.read.jdbc(url, dbtable, predicates=predicates, properties=reader_props)
+            df = run.spark.read.jdbc(spark_url(url), dbtable, predicates=predicates,
+                                     properties=reader_props)
         else:
-            df = run.spark.read.jdbc(url, dbtable, properties=reader_props)
+            df = run.spark.read.jdbc(spark_url(url), dbtable, properties=reader_props)
     except Exception as e:  # Spark resolves the schema here (a query with WHERE 1=0)
         raise SourceError(f"Spark cannot read table {src.table.display} from {redact_url(url)}: "
                           f"{java_message(e)}; check the table, the options and the "

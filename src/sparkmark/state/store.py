@@ -513,8 +513,8 @@ class StateStore:
                     f"run {cap(run_id)!r} is not the active run of job {job_name!r} (that is "
                     f"{active}); give --run-id {active} or leave --run-id out")
             conn.execute(runs.update().where(runs.c.run_id == active,
-                                             runs.c.status == RUNNING).values(
-                status=FAILED, run_end_ts=now,
+                                             runs.c.status == RunStatus.RUNNING).values(
+                status=RunStatus.FAILED, run_end_ts=now,
                 error="released with 'sparkmark bookmark release': the run never finished "
                       f"(host {host_name(job.lease_host)}, pid {job.lease_pid})"))
             conn.execute(jobs.update().where(jobs.c.job_name == job_name).values(

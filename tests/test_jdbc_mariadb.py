@@ -1,0 +1,60 @@
+"""JDBC sources and targets on a real MariaDB server (Debian's mariadb-server, started by the
+test in a temporary folder, no service), with MariaDB's own driver (libmariadb-java), through
+both ``jdbc:mariadb:`` and ``jdbc:mysql:`` URLs.  The JDBC matrix: Derby, PostgreSQL, MariaDB."""
+from __future__ import annotations
+
+import itertools
+import os
+
+import pytest
+
+from sparkmark import Job
+from sparkmark.options import ENABLE
+
+EN = {"job_bookmark_option": ENABLE}
+_counter = itertools.count()
+
+
+@pytest.fixture(scope="session")
+def mariadb():
+    from sparkmark.devtools.mariadb import available, start_mariadb
+    why = available()
+    if why:
+        pytest.skip(why)
+    server = start_mariadb()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(params=["mariadb", "mysql"])
+def db(request, mariadb, spark):
+    from sparkmark.devtools.mariadb import JAR
+    if JAR not in (spark.conf.get("spark.jars", "") or ""):
+        pytest.skip("the test Spark session started before the MariaDB driver was installed")
+    name = f"m{os.getpid()}_{next(_counter)}"
+    url = mariadb.create_database(name, scheme=request.param)
+    props = {"driver": "org.mariadb.jdbc.Driver"} if request.param == "mysql" else {}
+    return mariadb, name, url, props
+
+
+def test_bookmarked_read_primary_key_default_and_write(spark, db, state_url, clock):
+    server, name, url, props = db
+    server.sql("CREATE TABLE emp (empno INT PRIMARY KEY, ename VARCHAR(20))", name)
+    server.sql("INSERT INTO emp VALUES (1, 'a'), (2, 'b')", name)
+    job = Job(spark, state=state_url, clock=clock).init("emp", EN)
+    df = job.read.jdbc(url, "emp", transformation_ctx="emp", properties=props)
+    assert sorted(r.empno for r in df.collect()) == [1, 2]
+    assert job.write_jdbc(df, url, "emp_copy", properties=props) == 2
+    job.commit()
+    server.sql("INSERT INTO emp VALUES (3, 'c')", name)
+    clock.advance(60_000)
+    job = Job(spark, state=state_url, clock=clock).init("emp", EN)
+    df = job.read.jdbc(url, "emp", transformation_ctx="emp", properties=props)
+    assert [r.empno for r in df.collect()] == [3]
+    job.write_jdbc(df, url, "emp_copy", properties=props)
+    job.commit()
+    assert server.sql("SELECT COUNT(*), COUNT(DISTINCT empno) FROM emp_copy", name).split() == [
+        "3", "3"]
+    runs = job.store.list_runs(job_name="emp")
+    assert [r["status"] for r in runs] == ["SUCCEEDED", "SUCCEEDED"]
+    assert "password=sm" not in str(runs)
