@@ -55,6 +55,7 @@ class PlainRun:
         self.recorded: dict[str, Any] = {}
         self.outputs: list[StagedOutput] = []
         self.written = 0
+        self.checks: list = []
 
     def bookmark(self, ctx: str | None) -> SourceBookmark:
         return SourceBookmark(ctx=ctx, mode=ReadMode.INCREMENTAL, previous=self._previous,
@@ -68,6 +69,12 @@ class PlainRun:
 
     def add_written(self, n: int) -> None:
         self.written += n
+
+    def add_commit_check(self, check) -> None:
+        self.checks.append(check)
+
+    def add_secrets(self, properties=None, url=None) -> None:
+        pass
 
 
 def test_the_file_source_and_sink_run_on_any_run_context(spark, tmp_path, clock):

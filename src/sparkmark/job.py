@@ -431,6 +431,12 @@ class Job:
         """Count ``n`` rows written to a target."""
         self._records_written += int(n)
 
+    def add_secrets(self, properties: Mapping[str, Any] | None = None,
+                    url: str | None = None) -> None:
+        """Secret values given to this run, scrubbed from ledger error texts (RunContext)."""
+        self.secrets.add_properties(properties)
+        self.secrets.add_url(url)
+
     # ------------------------------------------------------------------ internals
     def run_identity(self) -> tuple[str, str, int]:
         """``(job_name, run_id, start_version)`` of the run in progress (a

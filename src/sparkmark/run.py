@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import TYPE_CHECKING, Any, Mapping, Protocol, Union, runtime_checkable
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol, Union, runtime_checkable
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -188,4 +188,15 @@ class RunContext(Protocol):
 
     def add_written(self, n: int) -> None:
         """Count rows written to a target (the ledger's ``records_written``)."""
+        ...
+
+    def add_commit_check(self, check: Callable[[], None]) -> None:
+        """Run ``check()`` at commit, before anything is saved; an exception from it fails the
+        run (e.g. a selected file changed while the run read it)."""
+        ...
+
+    def add_secrets(self, properties: Mapping[str, Any] | None = None,
+                    url: str | None = None) -> None:
+        """Secret values this run was given (connection properties, a URL's password): they
+        are scrubbed from any text the run writes to the ledger."""
         ...

@@ -138,10 +138,7 @@ def write_jdbc(run: RunContext, df: "DataFrame", url: str, table: str, *,
     if run_id is None or snapshot_ts is None:
         raise JobStateError("write_jdbc() needs a running job: call job.init(name, args) first")
     props = dict(properties or {})
-    secrets = getattr(run, "secrets", None)  # Job's SecretSet: scrubbed from ledger errors
-    if secrets is not None:
-        secrets.add_properties(props)
-        secrets.add_url(url)
+    run.add_secrets(props, url)  # scrubbed from ledger errors
     stamped = stamp(df, run_id, snapshot_ts)
     stage = stage_name(table)
     with JdbcTarget(run.spark, url, props) as t:

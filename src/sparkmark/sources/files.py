@@ -445,10 +445,9 @@ def read_files(run: RunContext, path: str | Sequence[str], *, format: str = "jso
                               extra={**dict(state.extra), "schema": df.schema.json()})
         element = state.to_element()
     run.record_read(transformation_ctx, element, info)
-    add_check = getattr(run, "add_commit_check", None)  # Job has it (issue 16, case 5)
-    if element is not None and selected and add_check is not None:
+    if element is not None and selected:  # a file changed while read fails the run
         what, chosen, spark = f"source {transformation_ctx!r}", tuple(selected), run.spark
-        add_check(lambda: check_unchanged(spark, chosen, what))
+        run.add_commit_check(lambda: check_unchanged(spark, chosen, what))
     return df
 
 

@@ -52,10 +52,7 @@ def read_jdbc(run: RunContext, url: str, table: str, transformation_ctx: str | N
     :func:`reader_properties`.  Example: ``read_jdbc(job, url, "emp", "emp_src",
     bookmark_keys=["empno"], properties={"user": "etl"})``
     """
-    secrets = getattr(run, "secrets", None)  # Job's SecretSet: scrubbed from ledger errors
-    if secrets is not None:
-        secrets.add_properties(properties)
-        secrets.add_url(url if isinstance(url, str) else None)
+    run.add_secrets(properties, url if isinstance(url, str) else None)  # scrubbed from errors
     bm = run.bookmark(transformation_ctx)
     if not isinstance(url, str) or not url.startswith("jdbc:"):
         raise ConfigError(f"url must be a JDBC URL such as jdbc:postgresql://host:5432/db, "
