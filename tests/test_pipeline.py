@@ -222,12 +222,12 @@ def test_bookmarked_source_inside_module_commits_and_rewinds(spark, tmp_path, sq
     clock.now = DAY0
     p = Pipeline("src", spark, state=sqlite_url, primordial_date="2024-03-01", clock=clock)
 
-    def read_lines(job, ctx):           # a minimal source on the Job's source protocol
-        bm = job._bookmark_for(ctx)
-        pos = (bm.previous or {}).get("pos", 0) if bm else 0
+    def read_lines(job, ctx):           # a minimal source on the public RunContext seam
+        bm = job.bookmark(ctx)
+        pos = (bm.previous or {}).get("pos", 0)
         lines = inbox.read_text().splitlines()
         new = lines[pos:]
-        job._stage_state(ctx, {"pos": len(lines)}, {"new_input": bool(new), "records": len(new)})
+        job.record_read(ctx, {"pos": len(lines)}, {"new_input": bool(new), "records": len(new)})
         return spark.createDataFrame([(x,) for x in new], "v string")
 
     @p.module(id=1, name="Lines", layer="bronze", target=str(tmp_path / "lines"))
@@ -286,7 +286,7 @@ def test_bad_input_changes_nothing(spark, tmp_path, state_url, clock):
         (lambda: p.rollback([9999], since="2024-03-01"), PipelineError,
          "unknown module id.*9999"),
         (lambda: p.rollback([2001], since="2030-01-01"), PipelineError,
-         "after every run of module 2001"),
+         "at or after the end of its data.*for module 2001"),
         (lambda: p.rollback([2001], since="2024-13-45"), PipelineError, "bad --since date"),
         (lambda: p.rollback([2001]), PipelineError, "exactly one of --since"),
         (lambda: p.rollback([2001], since="2024-03-01", run_id="x"), PipelineError,
