@@ -531,7 +531,11 @@ class Pipeline:
             modules: Iterable[int | str] | str | None = None) -> RunSummary:
         """Run the selected modules (default all; ``layers`` plus ``modules``) in dependency
         order under one snapshot. A module that fails is recorded FAILED and the others go on;
-        check ``summary.failed``."""
+        check ``summary.failed`` (a module FAILED), ``summary.skipped`` (one was SKIPPED by a
+        failed dependency) or ``summary.exit_code`` (1 for either).
+
+            summary = p.run(layers="silver"); sys.exit(summary.exit_code)
+        """
         order = self.order()
         layer_list = _split(layers)
         module_list = None if modules is None else [_module_id(m) for m in _split(modules)]
