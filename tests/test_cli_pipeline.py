@@ -23,6 +23,8 @@ PIPELINE = textwrap.dedent("""
 
     @p.module(id=1, name="Bronze_Numbers", layer="bronze", target=BASE + "/bronze")
     def bronze(ctx):
+        if os.environ.get("CLIP_FAIL_BRONZE"):
+            raise RuntimeError("bronze broke on purpose")
         return ctx.spark.range(3).selectExpr("id", f"{ctx.from_ts} AS window_from")
 
     @p.module(id=2, name="Silver_Numbers", layer="silver", target=BASE + "/silver",
@@ -86,6 +88,19 @@ def test_run_report_rollback_from_the_command_line(env):
     assert real.returncode == 0, real.stderr
     statuses = [r["status"] for r in report(env)]
     assert statuses == ["ROLLED_BACK", "FAILED", "ROLLED_BACK"]
+
+
+def test_skipped_by_a_failed_dependency_exits_non_zero(env):
+    """A scheduler running --layers silver on its own must not see green while nothing moves."""
+    bronze = sm(env, "run", "pipe.py", "--layers", "bronze", CLIP_FAIL_BRONZE="1")
+    assert bronze.returncode == 1, bronze.stderr
+    silver = sm(env, "run", "pipe.py", "--layers", "silver")
+    assert silver.returncode == 1, (silver.stdout, silver.stderr)
+    assert "SKIPPED" in silver.stdout
+    assert [(r["module_id"], r["status"]) for r in report(env)] == [(1, "FAILED"),
+                                                                    (2, "SKIPPED")]
+    fixed = sm(env, "run", "pipe.py")
+    assert fixed.returncode == 0, fixed.stderr
 
 
 def test_pipeline_cli_errors(env):

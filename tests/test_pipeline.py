@@ -286,7 +286,7 @@ def test_bad_input_changes_nothing(spark, tmp_path, state_url, clock):
         (lambda: p.rollback([9999], since="2024-03-01"), PipelineError,
          "unknown module id.*9999"),
         (lambda: p.rollback([2001], since="2030-01-01"), PipelineError,
-         "after every run of module 2001"),
+         "at or after the end of its data.*for module 2001"),
         (lambda: p.rollback([2001], since="2024-13-45"), PipelineError, "bad --since date"),
         (lambda: p.rollback([2001]), PipelineError, "exactly one of --since"),
         (lambda: p.rollback([2001], since="2024-03-01", run_id="x"), PipelineError,

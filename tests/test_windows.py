@@ -5,17 +5,23 @@ Exhaustive over small cases, plus hypothesis property tests against simple refer
 from __future__ import annotations
 
 import itertools
+from datetime import date, datetime, timedelta
+from zoneinfo import ZoneInfo
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from sparkmark.clock import format_ts
 from sparkmark.errors import PipelineError
 from sparkmark.planning.windows import (DAY_MS, EMPTY, FAILED, NO_PROGRESS, ROLLED_BACK, RUN,
                                         SKIP, SKIPPED, SUCCEEDED, LedgerRun, RunPlanner, Window,
-                                        blocked_by, day_start, format_ts, parse_time,
+                                        blocked_by, day_start, parse_time,
                                         plan_window, primordial_start, rollback_cut,
                                         select_modules, simulate_run, topo_order)
+from sparkmark.planning.windows import (TargetWrite, add_days, after_rollback, local_midnight,
+                                        module_start, normalize_target,
+                                        ownership_conflict, parse_duration, target_owner)
 
 
 # ---------------------------------------------------------------------- plan_window
@@ -329,7 +335,7 @@ def test_rollback_cut_since_exhaustive():
     runs = _runs(windows)
     for since in range(-1, 11):
         cut = rollback_cut(runs, since_ts=since)
-        first = next((i for i, (_, b) in enumerate(windows) if b >= since), None)
+        first = next((i for i, (_, b) in enumerate(windows) if b > since), None)
         if first is None:
             assert cut is None
             continue
@@ -367,7 +373,9 @@ def test_dates_and_timezones():
     assert parse_time("2021-01-01", "Europe/Paris") == 1_609_459_200_000 - 3_600_000
     assert parse_time("2021-01-01T06:00:00+00:00", "Europe/Paris") == 1_609_480_800_000
     assert parse_time("2021-01-01T06:00", "UTC") == 1_609_480_800_000
-    assert parse_time(123) == 123
+    assert parse_time(1_609_459_200_000) == 1_609_459_200_000
+    with pytest.raises(PipelineError, match="looks like epoch seconds"):
+        parse_time(1_609_459_200, what="primordial_date")   # seconds, not ms
     for bad in ["2021-13-01", "yesterday", "", "2021-02-30", None, 1.5]:
         with pytest.raises(PipelineError, match="bad --since date.*YYYY-MM-DD"):
             parse_time(bad, what="--since date")
@@ -391,3 +399,125 @@ def test_format_parse_roundtrip(ts, tz):
     assert parse_time(text.replace(" ", "T"), "UTC") == ts
     start = day_start(ts, tz)
     assert start <= ts < start + 25 * 3_600_000
+
+
+# ---------------------------------------------------------------------- issue 17: local days
+ZONES = ["UTC", "America/New_York", "Asia/Kolkata", "Australia/Lord_Howe", "Europe/Paris"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(tz=st.sampled_from(ZONES), start_day=st.dates(date(2020, 1, 1), date(2026, 12, 31)),
+       max_days=st.integers(1, 5),
+       advances=st.lists(st.integers(0, 9 * DAY_MS), min_size=1, max_size=8))
+def test_chunks_on_local_midnight_against_a_date_model(tz, start_day, max_days, advances):
+    """Days are calendar days of the pipeline's zone: every chunk boundary that is not the
+    snapshot is local midnight ``max_days`` dates later (a reference model on plain dates), and
+    windows are contiguous across DST changes."""
+    zone = ZoneInfo(tz)
+    primordial = local_midnight(start_day, tz)
+    snapshot = primordial
+    last = None
+    history = []
+    for adv in advances:
+        snapshot += adv
+        w = plan_window(last_until=last, primordial_ts=primordial, snapshot_ts=snapshot,
+                        max_load_ms=max_days * DAY_MS, max_days=max_days, tz=tz)
+        start_local = datetime.fromtimestamp(w.from_ts / 1000, tz=zone)
+        if start_local.time() == datetime.min.time():        # model: plain date arithmetic
+            limit = local_midnight(start_local.date() + timedelta(days=max_days), tz)
+            assert w.until_ts == max(w.from_ts, min(limit, snapshot))
+        assert w.from_ts == (primordial if last is None else last)
+        history.append((w, snapshot))
+        last = w.until_ts
+    for (a, _), (b, _) in zip(history, history[1:]):
+        assert a.until_ts == b.from_ts                         # contiguous
+    on_midnight = True     # from the primordial midnight, full chunks end on local midnight
+    for w, snap in history:
+        if on_midnight and w.until_ts < snap:
+            t = datetime.fromtimestamp(w.until_ts / 1000, tz=zone)
+            assert t.time() == datetime.min.time(), (w, tz)
+        on_midnight = on_midnight and w.until_ts < snap
+    # every boundary reached from local midnight by chunks is local midnight
+    ts = primordial
+    for _ in range(6):
+        nxt = add_days(ts, max_days, tz)
+        t = datetime.fromtimestamp(nxt / 1000, tz=zone)
+        assert nxt > ts and t.date() == datetime.fromtimestamp(ts / 1000, tz=zone).date() \
+            + timedelta(days=max_days)
+        ts = nxt
+
+
+def test_default_primordial_is_local_midnight():
+    tz = "America/New_York"
+    snap = parse_time("2024-03-12T15:00", tz)
+    assert primordial_start(None, snapshot_ts=snap, max_days=3, tz=tz) == \
+        parse_time("2024-03-09", tz)
+    assert primordial_start(None, snapshot_ts=parse_time("2024-11-04T01:00", tz), max_days=1,
+                            tz=tz) == parse_time("2024-11-03", tz)
+
+
+# ---------------------------------------------------------------------- issue 17: restarts
+def test_module_start_cut_overrides_the_default_start():
+    assert module_start([]) is None
+    runs = _runs([(10, 20), (20, 30)])
+    assert module_start(runs) == 30
+    cut = rollback_cut(runs, since_ts=0)
+    assert module_start(after_rollback(runs, cut)) == cut.cut_ts == 10
+    cut = rollback_cut(runs, since_ts=25)
+    assert module_start(after_rollback(runs, cut)) == cut.cut_ts == 20
+    # a module that took a target over starts where the previous owner would
+    assert module_start([], inherited=runs) == 30
+    assert module_start(_runs([(5, 6)]), inherited=runs) == 6
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 3), min_size=1, max_size=8), st.integers(-1, 30),
+       st.integers(0, 8))
+def test_rollback_then_restart_is_the_cut(lengths, since, reruns):
+    """Whatever is rolled back, the module restarts exactly at the cut (no gap, no overlap)."""
+    windows, t = [], 0
+    for n in lengths:
+        windows.append((t, t + n))
+        t += n
+    runs = _runs(windows)
+    cut = rollback_cut(runs, since_ts=since)
+    if cut is None:
+        assert since >= t
+        return
+    assert module_start(after_rollback(runs, cut)) == cut.cut_ts
+    assert all(r.until_ts > since for r in cut.rolled)
+
+
+# ---------------------------------------------------------------------- issue 17: ownership
+def _owner_model(writes, target):
+    owner = None
+    for order, job, tgt, take in sorted(writes):
+        if tgt.rstrip("/") != target.rstrip("/"):
+            continue
+        if owner is None or (take == owner and job != owner):
+            owner = job
+    return owner
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 50), st.sampled_from(["p.1", "p.2", "p.3"]),
+                          st.sampled_from(["/t", "/t/", "/u"]),
+                          st.sampled_from([None, "p.1", "p.2", "p.3"])), max_size=10),
+       st.sampled_from(["p.1", "p.2", "p.3"]), st.sampled_from([None, "p.1", "p.2"]))
+def test_target_owner_against_a_model(writes, job, take):
+    ws = [TargetWrite((o, i), j, t, k) for i, (o, j, t, k) in enumerate(writes)]
+    model = _owner_model([((o, i), j, t, k) for i, (o, j, t, k) in enumerate(writes)], "/t")
+    assert target_owner(ws, "/t/") == model
+    conflict = ownership_conflict(ws, job=job, target="/t", take_over_from=take)
+    assert conflict == (None if model in (None, job, take) else model)
+
+
+def test_parse_duration_and_normalize_target():
+    assert parse_duration("6 hours") == 6 * 3_600_000
+    assert parse_duration("2d") == 2 * DAY_MS
+    assert parse_duration(timedelta(minutes=1)) == 60_000 and parse_duration(5) == 5
+    for bad in ["a while", "-1 day", "1.5 days", None, -3, "3 fortnights"]:
+        with pytest.raises(PipelineError, match="bad lookback"):
+            parse_duration(bad)
+    assert normalize_target("file:///data/x/") == normalize_target("/data/./x") == "/data/x"
+    assert normalize_target("s3a://b/x/") == "s3a://b/x"

@@ -76,8 +76,9 @@ def _generate(ctx):
 
 
 def _derive(ctx, deps):
-    """Read every dependency's target inside this module's window."""
-    parts = [ctx.window(ctx.spark.read.parquet(TARGETS[d]), "event_ts")
+    """Read the rows every dependency loaded in this module's window (its load stamp, so late
+    events are not missed)."""
+    parts = [ctx.window(ctx.spark.read.parquet(TARGETS[d]))
              .select("event_ts", "entity_id") for d in deps]
     df = parts[0]
     for part in parts[1:]:

@@ -2,7 +2,7 @@
 
 No logic lives only here: every command calls a function that Python users can call too.
 Every user error prints one line ``error: ...`` on stderr and exits with status 2; a module that
-FAILED in ``sparkmark run`` exits with status 1.
+FAILED in ``sparkmark run``, or was SKIPPED because a dependency failed, exits with status 1.
 """
 from __future__ import annotations
 
@@ -223,14 +223,14 @@ def _split_csv(value: Optional[str], cast=str) -> Optional[list]:
 def run(pipeline_file: str = typer.Argument(..., help="A Python file that defines a Pipeline"),
         layers: Optional[str] = typer.Option(None, "--layers", help="e.g. bronze,silver"),
         modules: Optional[str] = typer.Option(None, "--modules", help="e.g. 2011,3003")) -> None:
-    """Run a pipeline; exits 1 if any module FAILED."""
+    """Run a pipeline; exits 1 if a module FAILED or was SKIPPED by a failed dependency."""
     def body() -> None:
         from .pipeline import load_pipeline_file
         p = load_pipeline_file(pipeline_file)
         summary = p.run(layers=_split_csv(layers), modules=_split_csv(modules, int))
         out.print(summary)
-        if summary.failed:
-            raise typer.Exit(1)
+        if summary.exit_code:          # FAILED, or SKIPPED because a dependency failed
+            raise typer.Exit(summary.exit_code)
     _guard(body)
 
 

@@ -10,8 +10,8 @@
 
     @p.module(id=2010, name="Silver_JobsStatus", layer="silver", target="data/silver/jobs",
               depends_on=[1004])
-    def jobs_status(ctx):
-        return ctx.window(ctx.spark.read.parquet("data/bronze/audit_log"), "event_ts")
+    def jobs_status(ctx):            # the bronze rows loaded in my window, late ones included
+        return ctx.window(ctx.spark.read.parquet("data/bronze/audit_log"))
 
     summary = p.run()            # all modules, in dependency order
     p.report().show()            # the ledger as a Spark DataFrame
@@ -48,8 +48,10 @@ from .options import ENABLE
 from .sinks import discard_outputs, remove_run_output
 from .planning.windows import (DAY_MS, EMPTY, FAILED, NO_PROGRESS, PROGRESS_STATUSES,
                                ROLLED_BACK, SKIP, SKIPPED, SUCCEEDED, LedgerRun, RunPlanner,
-                               Window, get_zone, parse_time, primordial_start,
-                               rollback_cut, select_modules, topo_order)
+                               TargetWrite, Window, after_rollback, get_zone,
+                               module_start, normalize_target, ownership_conflict,
+                               parse_duration, parse_time, primordial_start, rollback_cut,
+                               select_modules, topo_order)
 from .state import StateStore, open_store
 from .state.lease import host_name, lease_is_alive, this_host
 from .status import PublishState
@@ -58,6 +60,8 @@ if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
 PIPELINE_RUN_ID_COL = "sm_pipeline_run_id"
+SNAPSHOT_COL = "sm_snapshot_ts"       # the load stamp every module's output carries
+RUN_ID_COL = "sm_run_id"
 OUTPUT_CTX = "sm_module_output"
 LAYER_RANK = {"bronze": 0, "silver": 1, "gold": 2, "presentation": 3, "platinum": 3}
 FILE_FORMATS = WRITE_FORMATS
@@ -79,6 +83,7 @@ class Module:
     format: str
     fn: Callable[["ModuleContext"], "DataFrame"]
     partition_by: tuple[str, ...] = ()
+    take_over_from: str | None = None   # the job whose target (and window) this module took
 
 
 @dataclass
@@ -118,21 +123,67 @@ class ModuleContext:
     def until_time(self) -> datetime:
         return datetime.fromtimestamp(self.until_ts / 1000, tz=dt_timezone.utc)
 
-    def in_window(self, column: "str | Column", df: "DataFrame | None" = None) -> "Column":
-        """``from <= column < until`` for a timestamp column (or a long column of epoch ms
-        when ``df`` is given and the column is numeric)."""
+    def in_window(self, column: "str | Column", df: "DataFrame | None" = None, *,
+                  epoch_ms: bool | None = None, lookback: Any = None) -> "Column":
+        """``from - lookback <= column < until`` on event time.
+
+        ``column``: a timestamp column, or numbers of epoch ms -- say so with ``epoch_ms=True``
+        or pass ``df`` so the type can be looked up.  ``lookback`` (a ``timedelta``, ms, or
+        text like ``"6 hours"``) widens the window backwards to catch late events; rows in the
+        lookback were already seen by an earlier run, so deduplicate them.
+
+            df.where(ctx.in_window("ts_ms", epoch_ms=True))
+        """
         from pyspark.sql import functions as F
         from pyspark.sql.types import NumericType
         col = F.col(column) if isinstance(column, str) else column
-        if df is not None and isinstance(column, str) and \
-                isinstance(df.schema[column].dataType, NumericType):
-            return (col >= F.lit(self.from_ts)) & (col < F.lit(self.until_ts))
-        return ((col >= F.timestamp_millis(F.lit(self.from_ts)))
+        start = self.from_ts - (0 if lookback is None else parse_duration(lookback))
+        if epoch_ms is None:
+            epoch_ms = (df is not None and isinstance(column, str)
+                        and isinstance(df.schema[column].dataType, NumericType))
+        if epoch_ms:
+            return (col >= F.lit(start)) & (col < F.lit(self.until_ts))
+        return ((col >= F.timestamp_millis(F.lit(start)))
                 & (col < F.timestamp_millis(F.lit(self.until_ts))))
 
-    def window(self, df: "DataFrame", column: str) -> "DataFrame":
-        """The rows of ``df`` whose ``column`` (timestamp, or epoch ms) is in the window."""
-        return df.where(self.in_window(column, df))
+    def in_stamp_window(self) -> "Column":
+        """``from < sm_snapshot_ts <= until``: the upstream rows loaded in this window.
+
+        Stamps are pipeline snapshots, and a window never ends after its snapshot, so the
+        comparison is ``(from, until]``: rows a dependency wrote earlier in *this* pipeline run
+        (stamped with this snapshot) belong to this window, and every upstream row to exactly
+        one window of this module, however late its events are.
+        """
+        from pyspark.sql import functions as F
+        col = F.col(SNAPSHOT_COL)
+        return ((col > F.timestamp_millis(F.lit(self.from_ts)))
+                & (col <= F.timestamp_millis(F.lit(self.until_ts))))
+
+    def window(self, df: "DataFrame", column: str | None = None, *,
+               lookback: Any = None) -> "DataFrame":
+        """The rows of ``df`` in this module's window.
+
+        Without ``column`` (recommended for an upstream module's target): the rows whose load
+        stamp ``sm_snapshot_ts`` is in the window -- every upstream row reaches this module
+        exactly once, late events included.  With ``column``: the rows whose event time
+        (timestamp, or epoch ms) is in ``[from - lookback, until)``.
+
+            silver = ctx.window(ctx.spark.read.parquet("data/bronze/orders"))
+            recent = ctx.window(events, "event_time", lookback="1 day")
+        """
+        if column is None:
+            if lookback is not None:
+                raise PipelineError("lookback applies to an event-time column: "
+                                    "ctx.window(df, 'event_time', lookback='1 day'); the stamp "
+                                    "window needs none (late rows are not missed)")
+            if SNAPSHOT_COL not in df.columns:
+                raise PipelineError(
+                    f"ctx.window(df) windows on the upstream load stamp {SNAPSHOT_COL}, and this "
+                    f"DataFrame has no such column (columns: {', '.join(df.columns)}); read an "
+                    "upstream module's target, or give an event-time column: "
+                    "ctx.window(df, 'event_time')")
+            return df.where(self.in_stamp_window())
+        return df.where(self.in_window(column, df, lookback=lookback))
 
 
 # ---------------------------------------------------------------------- results
@@ -176,8 +227,14 @@ class RunSummary:
         return any(r.status == FAILED for r in self.results)
 
     @property
+    def skipped(self) -> bool:
+        """True if a selected module was SKIPPED because a dependency failed."""
+        return any(r.status == SKIPPED for r in self.results)
+
+    @property
     def exit_code(self) -> int:
-        return 1 if self.failed else 0
+        """1 if a module FAILED or was SKIPPED by a failed dependency (nothing moved), else 0."""
+        return 1 if self.failed or self.skipped else 0
 
     def status_of(self, module_id: int) -> str | None:
         """The status module ``module_id`` ended with in this run (``None``: not run)."""
@@ -195,7 +252,7 @@ class RunSummary:
     def __str__(self) -> str:
         head = (f"pipeline {self.pipeline} run {self.run_id} snapshot "
                 f"{format_ts(self.snapshot_ts, self.timezone)}"
-                f" -> {'FAILED' if self.failed else 'ok'}")
+                f" -> {'FAILED' if self.failed else 'SKIPPED' if self.skipped else 'ok'}")
         return head + "\n" + text_table(self.rows, ["module_id", "module_name", "layer", "status",
                                                 "from", "until", "records_written", "error"])
 
@@ -218,6 +275,7 @@ class RollbackModule:
     keep_run_id: str | None
     runs: list[dict[str, Any]]
     files: list[str] = field(default_factory=list)
+    reload_from_ts: int | None = None   # where the next run starts (the planner's rule)
 
 
 @dataclass
@@ -261,7 +319,8 @@ class RollbackPlan:
         for m in self.modules:
             lines.append(f"  module {m.module_id} {m.module_name}: cut at "
                          f"{format_ts(m.cut_ts, self.timezone)}, {len(m.runs)} run(s), "
-                         f"{len(m.files)} file(s); the next run reloads from the cut")
+                         f"{len(m.files)} file(s); the next run reloads from "
+                         f"{format_ts(m.reload_from_ts, self.timezone)}")
         lines.append(text_table(self.rows, ["module_id", "run_id", "status", "from", "until",
                                         "records_written", "files"]))
         lines.extend(f"warning: {w}" for w in self.warnings)
@@ -327,8 +386,18 @@ class Pipeline:
     # ------------------------------------------------------------------ definition
     def module(self, *, id: int, name: str, layer: str, target: str,
                depends_on: Sequence[int] = (), format: str = "parquet",
-               partition_by: Sequence[str] | str | None = None):
-        """Decorator registering ``fn(ctx) -> DataFrame`` as module ``id``."""
+               partition_by: Sequence[str] | str | None = None,
+               take_over_from: int | str | None = None):
+        """Decorator registering ``fn(ctx) -> DataFrame`` as module ``id``.
+
+        A target belongs to the job that first wrote stamped output into it.
+        ``take_over_from`` (a module id of this pipeline, or a job name ``"<pipeline>.<id>"``)
+        says this module replaces that job on ``target`` (e.g. after renumbering a module): it
+        may write there, and its first window starts where that job's left off.
+
+            @p.module(id=1005, name="Bronze", layer="bronze", target="data/bronze",
+                      take_over_from=1001)
+        """
         mid = _module_id(id)
         if mid in self.modules:
             raise PipelineError(f"module id {mid} is defined twice in pipeline {self.name!r} "
@@ -345,6 +414,7 @@ class Pipeline:
             raise PipelineError(f"module {mid}: unknown format {format!r}; use one of "
                                 f"{', '.join(FILE_FORMATS)}")
         deps = tuple(_module_id(d) for d in (depends_on or ()))
+        previous = None if take_over_from is None else self._take_over_job(mid, take_over_from)
         parts = (partition_by,) if isinstance(partition_by, str) else tuple(partition_by or ())
 
         def register(fn):
@@ -352,10 +422,26 @@ class Pipeline:
                 raise PipelineError(f"@module({mid}) must decorate a function of ctx")
             self.modules[mid] = Module(id=mid, name=name.strip(), layer=layer.strip(),
                                        target=target, depends_on=deps, format=fmt, fn=fn,
-                                       partition_by=parts)
+                                       partition_by=parts, take_over_from=previous)
             return fn
 
         return register
+
+    def _take_over_job(self, mid: int, value: Any) -> str:
+        text = str(value).strip() if isinstance(value, (int, str)) and \
+            not isinstance(value, bool) else ""
+        head, _, tail = text.rpartition(".")
+        if text.lstrip("-").isdigit():
+            job = self.job_name(int(text))
+        elif head and tail.isdigit() and "." not in head and head.strip() == head:
+            job = text
+        else:
+            raise PipelineError(f"module {mid}: bad take_over_from {value!r}; give the module id "
+                                "whose target this module takes over (e.g. 1001) or its job "
+                                f"name (e.g. '{self.name}.1001')")
+        if job == self.job_name(mid):
+            raise PipelineError(f"module {mid}: take_over_from names the module itself")
+        return job
 
     def job_name(self, module_id: int) -> str:
         """The job that runs module ``module_id``: ``"<pipeline>.<module_id>"``."""
@@ -377,10 +463,14 @@ class Pipeline:
         rows = self.store.list_runs(pipeline=self.name)
         progress: dict[int, int | None] = {}
         failed_before: set[int] = set()
-        for mid in self.modules:
+        for mid, m in self.modules.items():
             job = self.job_name(mid)
-            done = [r for r in rows if r["job_name"] == job and r["status"] in PROGRESS_STATUSES]
-            progress[mid] = max(done, key=lambda r: r["run_number"])["until_ts"] if done else None
+            inherited: list[LedgerRun] = []
+            if m.take_over_from is not None:
+                inherited = [_ledger_run(r) for r in
+                             self.store.list_runs(job_name=m.take_over_from)]
+            progress[mid] = module_start([_ledger_run(r) for r in rows if r["job_name"] == job],
+                                         inherited)
             jr = self.store.job_row(job)
             if jr is not None and jr["attempt"] > 0:
                 failed_before.add(mid)
@@ -409,12 +499,31 @@ class Pipeline:
                 discard_outputs(self.spark, outputs)
                 self.store.update_run(r["run_id"], publish_state=PublishState.REMOVED)
 
+    def _check_ownership(self, module_ids: Iterable[int], rows: list[dict[str, Any]]) -> None:
+        """Refuse (before anything runs) a module whose target another job owns."""
+        writes = _target_writes(rows)
+        problems = []
+        for mid in sorted(module_ids):
+            m = self.modules[mid]
+            owner = ownership_conflict(writes, job=self.job_name(mid), target=m.target,
+                                       take_over_from=m.take_over_from)
+            if owner is not None:
+                problems.append(
+                    f"target {m.target} of module {mid} ({m.name}) belongs to job {owner!r}, "
+                    "which wrote stamped output there; a second job would load its whole "
+                    "window again and duplicate rows. Give the module its own target, or, if "
+                    f"it replaces that job, declare @module(..., take_over_from={owner!r}) "
+                    "(its window carries over)")
+        if problems:
+            raise PipelineError("; ".join(problems) + ". Nothing was run.")
+
     def _config(self, m: Module, **extra: Any) -> dict[str, Any]:
         return {"pipeline": {"name": self.name, "timezone": self.timezone,
                              "max_days_to_load": self.max_days_to_load,
                              "primordial_date": None if self.primordial_date is None
                              else str(self.primordial_date),
                              "target": m.target, "format": m.format,
+                             "take_over_from": m.take_over_from,
                              "depends_on": list(m.depends_on), **extra}}
 
     # ------------------------------------------------------------------ run
@@ -422,7 +531,11 @@ class Pipeline:
             modules: Iterable[int | str] | str | None = None) -> RunSummary:
         """Run the selected modules (default all; ``layers`` plus ``modules``) in dependency
         order under one snapshot. A module that fails is recorded FAILED and the others go on;
-        check ``summary.failed``."""
+        check ``summary.failed`` (a module FAILED), ``summary.skipped`` (one was SKIPPED by a
+        failed dependency) or ``summary.exit_code`` (1 for either).
+
+            summary = p.run(layers="silver"); sys.exit(summary.exit_code)
+        """
         order = self.order()
         layer_list = _split(layers)
         module_list = None if modules is None else [_module_id(m) for m in _split(modules)]
@@ -432,11 +545,13 @@ class Pipeline:
         self._finish_removals()
         snapshot = self.clock()
         pipeline_run_id = uuid.uuid4().hex
-        progress, failed_before, _ = self._progress()
+        progress, failed_before, rows = self._progress()
+        self._check_ownership(selected, rows)
         primordial = primordial_start(self.primordial_date, snapshot_ts=snapshot,
                                       max_days=self.max_days_to_load, tz=self.timezone)
         planner = RunPlanner(self._graph(), progress, failed_before, primordial, snapshot,
-                             self.max_days_to_load * DAY_MS)
+                             self.max_days_to_load * DAY_MS, max_days=self.max_days_to_load,
+                             tz=self.timezone)
         results = []
         for mid in order:
             if mid not in selected:
@@ -493,6 +608,8 @@ class Pipeline:
         except Exception as e:  # noqa: BLE001 - a module failure is recorded; others go on
             job.fail(e)
             result.status, result.error = FAILED, f"{type(e).__name__}: {e}"
+            # the summary says what the ledger says (rows written, then discarded)
+            result.records_written = self.store.get_run(job.run_id)["records_written"]
         except BaseException as e:
             job.fail(e)
             raise
@@ -530,23 +647,34 @@ class Pipeline:
         for mid in ids:
             job = self.job_name(mid)
             mine = [r for r in rows if r["job_name"] == job]
-            cut = rollback_cut([LedgerRun(r["run_id"], r["pipeline_run_id"], r["run_number"],
-                                          r["status"], r["from_ts"], r["until_ts"])
-                                for r in mine], since_ts=since_ts, run_id=run_id)
+            ledger = [_ledger_run(r) for r in mine]
+            cut = rollback_cut(ledger, since_ts=since_ts, run_id=run_id)
             if cut is None:
                 done = [r for r in mine if r["status"] in PROGRESS_STATUSES]
                 latest = max((r["until_ts"] for r in done), default=None)
-                if not done:
+                undone = [r for r in mine if r["status"] == ROLLED_BACK
+                          and run_id in (r["run_id"], r["pipeline_run_id"])]
+                if undone:
+                    problems.append(f"run {run_id} of module {mid} was already rolled back "
+                                    f"(ledger status ROLLED_BACK): there is nothing left to undo")
+                elif not done:
                     problems.append(f"module {mid} has no SUCCEEDED/EMPTY run to roll back")
                 elif since_ts is not None:
-                    problems.append(f"--since {since} is after every run of module {mid} "
-                                    f"(its data ends at {format_ts(latest, self.timezone)})")
+                    problems.append(f"--since {since} is at or after the end of its data "
+                                    f"({format_ts(latest, self.timezone)}) for module {mid}: "
+                                    "there is nothing after it to roll back")
                 else:
                     problems.append(f"run {run_id} made no SUCCEEDED/EMPTY run of module {mid}")
                 continue
             by_id = {r["run_id"]: r for r in mine}
+            inherited: list[LedgerRun] = []
+            if self.modules[mid].take_over_from is not None:
+                inherited = [_ledger_run(r) for r in
+                             self.store.list_runs(job_name=self.modules[mid].take_over_from)]
+            reload_from = module_start(after_rollback(ledger, cut), inherited)
             plans.append(RollbackModule(mid, self.modules[mid].name, job, cut.cut_ts,
-                                        cut.keep_run_id, [by_id[r.run_id] for r in cut.rolled]))
+                                        cut.keep_run_id, [by_id[r.run_id] for r in cut.rolled],
+                                        reload_from_ts=reload_from))
         if problems:
             raise PipelineError("nothing was rolled back: " + "; ".join(problems)
                                 + ". Check 'sparkmark report --pipeline " + self.name + "'")
@@ -555,6 +683,7 @@ class Pipeline:
                 pm.files.extend(remove_run_output(self.spark, r["run_id"],
                                                         json.loads(r["outputs"] or "[]"),
                                                         dry_run=True))
+        self._check_rows_removable(plans)
         plan = RollbackPlan(self.name, dry_run, self.timezone, plans,
                             self._rollback_warnings(plans))
         if dry_run:
@@ -565,6 +694,42 @@ class Pipeline:
         self._finish_removals([dict(r, status=ROLLED_BACK, publish_state=PublishState.REMOVING)
                                for r in rows if r["run_id"] in rolled])
         return plan
+
+    def _check_rows_removable(self, plans: list[RollbackModule]) -> None:
+        """Refuse a rollback that would leave rows behind: rows of a rolled-back run that sit
+        in files not named after that run (the target was compacted or otherwise rewritten)
+        cannot be removed by file.  Checked before anything changes, dry run included."""
+        from pyspark.sql import functions as F
+        by_target: dict[tuple[str, str], set[str]] = {}
+        for pm in plans:
+            for r in pm.runs:
+                for out in json.loads(r["outputs"] or "[]"):
+                    if out.get("kind") == "files" and out.get("format") in (
+                            "parquet", "orc", "json"):
+                        by_target.setdefault((out["target"], out["format"]), set()).add(
+                            r["run_id"])
+        problems = []
+        for (target, fmt), run_ids in sorted(by_target.items()):
+            try:
+                df = self.spark.read.format(fmt).load(target)
+            except Exception:  # noqa: BLE001 - an empty or missing target holds no rows
+                continue
+            if RUN_ID_COL not in df.columns:
+                continue
+            found = (df.where(F.col(RUN_ID_COL).isin(sorted(run_ids)))
+                     .select(RUN_ID_COL, F.input_file_name().alias("f")).distinct().collect())
+            stray = sorted({r[RUN_ID_COL] for r in found
+                            if not r["f"].rsplit("/", 1)[-1].startswith(f"sm-{r[RUN_ID_COL]}-")})
+            if stray:
+                problems.append(f"target {target} was rewritten (compacted?): rows of run(s) "
+                                f"{', '.join(stray)} are in files not named after their run, "
+                                "so removing the runs' files would leave them behind")
+        if problems:
+            raise PipelineError(
+                "nothing was rolled back: " + "; ".join(problems) + ". Remove those rows "
+                f"yourself (every row carries its run in {RUN_ID_COL}: keep the rows whose "
+                f"{RUN_ID_COL} is not one of these runs), then roll back again; or compact only "
+                "data you will never roll back.")
 
     def _rollback_warnings(self, plans: list[RollbackModule]) -> list[str]:
         cuts = {pm.module_id: pm.cut_ts for pm in plans}
@@ -622,6 +787,28 @@ def load_pipeline_file(path: str | Path) -> Pipeline:
 
 
 # ---------------------------------------------------------------------- helpers
+def _ledger_run(r: dict[str, Any]) -> LedgerRun:
+    return LedgerRun(r["run_id"], r.get("pipeline_run_id"), r["run_number"], r["status"],
+                     r.get("from_ts"), r.get("until_ts"))
+
+
+def _target_writes(rows: list[dict[str, Any]]) -> list[TargetWrite]:
+    """The committed module runs of a ledger, as writes into their targets."""
+    out = []
+    for r in rows:
+        if r["status"] not in PROGRESS_STATUSES:
+            continue
+        try:
+            cfg = json.loads(r.get("config") or "{}").get("pipeline") or {}
+        except (ValueError, AttributeError):
+            continue
+        if cfg.get("target"):
+            out.append(TargetWrite((r.get("run_start_ts") or 0, r["run_number"]),
+                                   r["job_name"], normalize_target(cfg["target"]),
+                                   cfg.get("take_over_from")))
+    return out
+
+
 def _module_id(value: Any) -> int:
     if isinstance(value, bool):
         raise PipelineError(f"bad module id {value!r}: module ids are integers such as 2011")

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass, field
-from datetime import date, datetime, timezone as dt_timezone
+from datetime import date, datetime, timedelta, timezone as dt_timezone
 from typing import AbstractSet, Any, Hashable, Iterable, Mapping, Sequence
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -27,6 +27,7 @@ from ..errors import PipelineError
 from ..status import RunStatus
 
 DAY_MS = 86_400_000
+MIN_EPOCH_MS = 100_000_000_000   # 1973-03-03: smaller ints given as times look like seconds
 
 # Ledger statuses (sparkmark.status is pure too: plain enums).
 SUCCEEDED = RunStatus.SUCCEEDED
@@ -64,6 +65,25 @@ def day_start(ts_ms: int, tz: str = "UTC") -> int:
     return _to_ms(midnight)
 
 
+def add_days(ts_ms: int, days: int, tz: str = "UTC") -> int:
+    """``ts_ms`` moved by ``days`` calendar days in ``tz``: the same wall-clock time that many
+    days later (local midnight stays local midnight across DST changes).
+
+    >>> add_days(parse_time("2024-03-09", "America/New_York"), 1, "America/New_York") \
+    ...     == parse_time("2024-03-10", "America/New_York")
+    True
+    """
+    zone = get_zone(tz)
+    local = datetime.fromtimestamp(ts_ms // 1000, tz=zone)
+    wall = local.replace(tzinfo=None) + timedelta(days=days)
+    return _to_ms(wall.replace(tzinfo=zone)) + ts_ms % 1000
+
+
+def local_midnight(d: date, tz: str = "UTC") -> int:
+    """Epoch ms of 00:00 on date ``d`` in ``tz``."""
+    return _to_ms(datetime(d.year, d.month, d.day, tzinfo=get_zone(tz)))
+
+
 def _to_ms(dt: datetime) -> int:
     delta = dt.astimezone(dt_timezone.utc) - datetime(1970, 1, 1, tzinfo=dt_timezone.utc)
     return (delta.days * 86_400 + delta.seconds) * 1000 + delta.microseconds // 1000
@@ -74,12 +94,18 @@ def parse_time(value: Any, tz: str = "UTC", *, what: str = "date") -> int:
 
     Accepts ``"YYYY-MM-DD"`` (the start of that day in ``tz``), an ISO date-time
     (``"2021-01-31T12:00"``, in ``tz`` unless it carries an offset), a ``date``/``datetime``
-    object, or an int (epoch ms).  Anything else is a :class:`PipelineError`.
+    object, or an int (epoch ms, from 1973-03-03 on: a smaller number looks like epoch
+    *seconds* and is refused).  Anything else is a :class:`PipelineError`.
     """
     zone = get_zone(tz)
     if isinstance(value, bool):
         value = str(value)
     if isinstance(value, int):
+        if abs(value) < MIN_EPOCH_MS:
+            raise PipelineError(
+                f"bad {what} {value!r}: a number is read as epoch milliseconds, and this one is "
+                "before 1973 - it looks like epoch seconds; multiply by 1000 or give "
+                "YYYY-MM-DD")
         return value
     if isinstance(value, datetime):
         dt = value if value.tzinfo else value.replace(tzinfo=zone)
@@ -103,9 +129,12 @@ def parse_time(value: Any, tz: str = "UTC", *, what: str = "date") -> int:
 
 def primordial_start(primordial_date: Any, *, snapshot_ts: int, max_days: int,
                      tz: str = "UTC") -> int:
-    """Start of the primordial date in ``tz``; default: the snapshot's day minus ``max_days``."""
+    """Start of the primordial date in ``tz``; default: local midnight ``max_days`` calendar
+    days before the snapshot's day (in ``tz``)."""
     if primordial_date is None:
-        return day_start(snapshot_ts, tz) - max_days * DAY_MS
+        zone = get_zone(tz)
+        today = datetime.fromtimestamp(snapshot_ts // 1000, tz=zone).date()
+        return local_midnight(today - timedelta(days=max_days), tz)
     return parse_time(primordial_date, tz, what="primordial_date")
 
 
@@ -202,10 +231,16 @@ class Window:
 
 
 def plan_window(*, last_until: int | None, primordial_ts: int, snapshot_ts: int,
-                max_load_ms: int, dep_untils: Iterable[int] = ()) -> Window:
-    """The module's window ``[from, until)``; ``until == from`` when it cannot progress."""
+                max_load_ms: int, dep_untils: Iterable[int] = (), max_days: int | None = None,
+                tz: str = "UTC") -> Window:
+    """The module's window ``[from, until)``; ``until == from`` when it cannot progress.
+
+    The load limit is ``max_days`` calendar days in ``tz`` when given (so chunk boundaries stay
+    on local midnight across DST changes), else ``max_load_ms``.
+    """
     start = primordial_ts if last_until is None else last_until
-    until = min([start + max_load_ms, snapshot_ts, *dep_untils])
+    limit = add_days(start, max_days, tz) if max_days is not None else start + max_load_ms
+    until = min([limit, snapshot_ts, *dep_untils])
     return Window(start, max(until, start))
 
 
@@ -247,6 +282,8 @@ class RunPlanner:
     snapshot_ts: int
     max_load_ms: int
     ran_now: dict[ModuleId, str] = field(default_factory=dict)
+    max_days: int | None = None      # when given: the limit in calendar days of ``tz``
+    tz: str = "UTC"
 
     def until_of(self, m: ModuleId) -> int:
         value = self.progress.get(m)
@@ -256,7 +293,8 @@ class RunPlanner:
         deps = list(self.graph[m])
         window = plan_window(last_until=self.progress.get(m), primordial_ts=self.primordial_ts,
                              snapshot_ts=self.snapshot_ts, max_load_ms=self.max_load_ms,
-                             dep_untils=[self.until_of(d) for d in deps])
+                             dep_untils=[self.until_of(d) for d in deps],
+                             max_days=self.max_days, tz=self.tz)
         blockers = blocked_by(deps, self.ran_now, self.failed_before)
         if blockers:
             return Step(m, SKIP, Window(window.from_ts, window.from_ts), tuple(blockers))
@@ -271,12 +309,12 @@ class RunPlanner:
 def simulate_run(graph: Mapping[ModuleId, Sequence[ModuleId]], *, selected: AbstractSet,
                  progress: Mapping[ModuleId, int | None], failed_before: AbstractSet,
                  failing: AbstractSet, primordial_ts: int, snapshot_ts: int,
-                 max_load_ms: int) -> tuple[dict[ModuleId, tuple[str, Window]],
-                                            dict[ModuleId, int | None]]:
+                 max_load_ms: int, max_days: int | None = None, tz: str = "UTC",
+                 ) -> tuple[dict[ModuleId, tuple[str, Window]], dict[ModuleId, int | None]]:
     """A whole run with known outcomes (``failing`` modules raise): what each selected module
     ends as, and everyone's progress afterwards.  Used by tests and dry runs."""
     planner = RunPlanner(graph, dict(progress), failed_before, primordial_ts, snapshot_ts,
-                         max_load_ms)
+                         max_load_ms, max_days=max_days, tz=tz)
     result: dict[ModuleId, tuple[str, Window]] = {}
     for m in topo_order(graph):
         if m not in selected:
@@ -317,8 +355,9 @@ def rollback_cut(runs: Iterable[LedgerRun], *, since_ts: int | None = None,
                  run_id: str | None = None) -> Cut | None:
     """Where a module's rollback cuts, and which runs it undoes; ``None`` if nothing to undo.
 
-    Only SUCCEEDED/EMPTY runs count.  ``since_ts``: the earliest run with ``until >= since``
-    gives the cut at its ``from``.  ``run_id``: the run (module run id or pipeline run id) gives
+    Only SUCCEEDED/EMPTY runs count.  ``since_ts``: the earliest run with ``until > since``
+    gives the cut at its ``from`` (windows are half-open: a ``since`` on a window boundary cuts
+    at that boundary; a ``since`` at or after the last ``until`` undoes nothing).  ``run_id``: the run (module run id or pipeline run id) gives
     the cut at its ``from``.  Every progress run from there on is rolled back.
     """
     if (since_ts is None) == (run_id is None):
@@ -326,9 +365,125 @@ def rollback_cut(runs: Iterable[LedgerRun], *, since_ts: int | None = None,
     rows = sorted((r for r in runs if r.status in PROGRESS_STATUSES and r.from_ts is not None
                    and r.until_ts is not None), key=lambda r: r.run_number)
     for i, r in enumerate(rows):
-        hit = (r.until_ts >= since_ts) if since_ts is not None else \
+        hit = (r.until_ts > since_ts) if since_ts is not None else \
             (run_id in (r.run_id, r.pipeline_run_id))
         if hit:
             return Cut(cut_ts=r.from_ts, rolled=tuple(rows[i:]),
                        keep_run_id=rows[i - 1].run_id if i > 0 else None)
     return None
+
+
+def module_start(runs: Iterable[LedgerRun], inherited: Iterable[LedgerRun] = ()) -> int | None:
+    """Where a module's next window starts, from its ledger rows (``None``: the primordial start).
+
+    * the ``until`` of its latest SUCCEEDED/EMPTY run;
+    * else, if runs were rolled back, the earliest ``from`` among them: the cut of a rollback
+      to nothing (a rollback reloads from its cut whatever the default start has become);
+    * else, for a module that took its target over from another job (``inherited``: that job's
+      rows), where that job would have started.
+
+    >>> module_start([LedgerRun("a", None, 1, ROLLED_BACK, 10, 20)])
+    10
+    """
+    rows = [r for r in runs if r.from_ts is not None]
+    done = [r for r in rows if r.status in PROGRESS_STATUSES and r.until_ts is not None]
+    if done:
+        return max(done, key=lambda r: r.run_number).until_ts
+    undone = [r.from_ts for r in rows if r.status == ROLLED_BACK]
+    if undone:
+        return min(undone)
+    inherited = list(inherited)
+    return module_start(inherited) if inherited else None
+
+
+def after_rollback(runs: Iterable[LedgerRun], cut: Cut) -> list[LedgerRun]:
+    """``runs`` as they are once ``cut`` is applied (its runs marked ROLLED_BACK)."""
+    rolled = {r.run_id for r in cut.rolled}
+    return [LedgerRun(r.run_id, r.pipeline_run_id, r.run_number,
+                      ROLLED_BACK if r.run_id in rolled else r.status, r.from_ts, r.until_ts)
+            for r in runs]
+
+
+# ---------------------------------------------------------------------- durations
+_UNITS = {"ms": 1, "millisecond": 1, "milliseconds": 1, "s": 1000, "sec": 1000,
+          "second": 1000, "seconds": 1000, "min": 60_000, "minute": 60_000,
+          "minutes": 60_000, "h": 3_600_000, "hour": 3_600_000, "hours": 3_600_000,
+          "d": DAY_MS, "day": DAY_MS, "days": DAY_MS}
+
+
+def parse_duration(value: Any, *, what: str = "lookback") -> int:
+    """A duration -> ms: a ``timedelta``, an int (ms) or text such as ``"6 hours"``, ``"2d"``.
+
+    >>> parse_duration("2 days") == 2 * DAY_MS
+    True
+    """
+    if isinstance(value, timedelta):
+        ms = value // timedelta(milliseconds=1)
+    elif isinstance(value, int) and not isinstance(value, bool):
+        ms = value
+    elif isinstance(value, str):
+        text = value.strip().lower()
+        number = text.rstrip("abcdefghijklmnopqrstuvwxyz").strip()
+        unit = text[len(number):].strip() if number else ""
+        if not number.isdigit() or unit not in _UNITS:
+            raise PipelineError(f"bad {what} {value!r}: give a timedelta, milliseconds, or text "
+                                "such as '6 hours' or '2 days'")
+        ms = int(number) * _UNITS[unit]
+    else:
+        raise PipelineError(f"bad {what} {value!r}: give a timedelta, milliseconds, or text "
+                            "such as '6 hours' or '2 days'")
+    if ms < 0:
+        raise PipelineError(f"bad {what} {value!r}: it must not be negative")
+    return ms
+
+
+# ---------------------------------------------------------------------- target ownership
+@dataclass(frozen=True)
+class TargetWrite:
+    """A committed (SUCCEEDED/EMPTY) module run that wrote into a target, in ledger order."""
+
+    order: Any                 # sortable: when the run started (then its run number)
+    job: str
+    target: str
+    take_over_from: str | None = None
+
+
+def normalize_target(target: str) -> str:
+    """A target path in one spelling (no trailing slash, ``file:`` dropped, ``.``/``..`` folded)."""
+    import posixpath
+    t = str(target).strip()
+    if t.startswith("file://"):
+        t = t[len("file://"):]
+    elif t.startswith("file:"):
+        t = t[len("file:"):]
+    if "://" in t:
+        return t.rstrip("/")
+    return posixpath.normpath(t) if t else t
+
+
+def target_owner(writes: Iterable[TargetWrite], target: str) -> str | None:
+    """The job that owns ``target``: its first writer, handed on by each run that declared
+    ``take_over_from`` the owner at the time.  ``None``: nobody wrote stamped output there."""
+    t = normalize_target(target)
+    owner: str | None = None
+    for w in sorted((w for w in writes if normalize_target(w.target) == t),
+                    key=lambda w: w.order):
+        if owner is None or (w.job != owner and w.take_over_from == owner):
+            owner = w.job
+    return owner
+
+
+def ownership_conflict(writes: Iterable[TargetWrite], *, job: str, target: str,
+                       take_over_from: str | None = None) -> str | None:
+    """The other job that owns ``target`` (``job`` may not write there), or ``None``: ``job`` owns
+    it, nobody does, or ``job`` declares it takes the target over from its owner.
+
+    >>> w = [TargetWrite(1, "p.1", "/t")]
+    >>> ownership_conflict(w, job="p.2", target="/t"), ownership_conflict(
+    ...     w, job="p.2", target="/t/", take_over_from="p.1")
+    ('p.1', None)
+    """
+    owner = target_owner(writes, target)
+    if owner is None or owner == job or owner == take_over_from:
+        return None
+    return owner

@@ -99,10 +99,25 @@ def check_schema(spark: "SparkSession", fs: HadoopFS, target: str, fmt: str,
     clashes = [f"{f.name}: target has {have[f.name.lower()].simpleString()}, "
                f"new data has {f.dataType.simpleString()}"
                for f in df.schema.fields
-               if f.name.lower() in have and have[f.name.lower()] != f.dataType]
+               if f.name.lower() in have
+               and _without_nulls(have[f.name.lower()]) != _without_nulls(f.dataType)]
     if clashes:
         raise SinkError(f"target {target} has an incompatible schema ({'; '.join(clashes)}); "
                         "cast the columns to the target's types or write to a new target")
+
+
+def _without_nulls(t: Any) -> Any:
+    """``t`` with every nullability flag set to True: parquet and orc do not keep them (a
+    ``collect_list`` column reads back with ``containsNull``), so types compare without them."""
+    from pyspark.sql.types import ArrayType, MapType, StructField, StructType
+    if isinstance(t, ArrayType):
+        return ArrayType(_without_nulls(t.elementType), True)
+    if isinstance(t, MapType):
+        return MapType(_without_nulls(t.keyType), _without_nulls(t.valueType), True)
+    if isinstance(t, StructType):
+        return StructType([StructField(f.name, _without_nulls(f.dataType), True)
+                           for f in t.fields])
+    return t
 
 
 # ---------------------------------------------------------------------- publish / discard / remove
