@@ -7,13 +7,20 @@
     bm.history("orders")                # every version, oldest first
     bm.reset("orders")                  # next enabled run reprocesses everything
     bm.reset("orders", run_id=R)        # rewind: next run reprocesses only what came after R
+    bm.reset("orders", run_id=R, remove_output=True)  # ... and delete later runs' output
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .clock import Clock, system_clock
+from .rollback import ResetPlan, reset_with_output
 from .state import StateStore, open_store
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = ["Bookmarks", "ResetPlan"]
 
 
 class Bookmarks:
@@ -32,6 +39,30 @@ class Bookmarks:
             out.append(entry)
         return out
 
-    def reset(self, job_name: str, run_id: str | None = None) -> int:
-        """Reset (or rewind to run ``run_id``); returns the new version. History is kept."""
-        return self.store.reset(job_name, run_id, now=self.clock())
+    def reset(self, job_name: str, run_id: str | None = None, *, remove_output: bool = False,
+              dry_run: bool = False, spark: "SparkSession | None" = None,
+              properties: dict[str, dict[str, Any]] | None = None) -> Any:
+        """Reset (or rewind to run ``run_id``) as a new version; history is kept.
+
+        Plain call: returns the new version number (an ``int``)::
+
+            bm.reset("orders", run_id=R)                       # -> 7
+
+        ``remove_output=True`` also removes the output of every later SUCCEEDED/EMPTY run of
+        the job from its file targets (files ``sm-<run_id>-*``) and JDBC targets (rows by
+        ``sm_run_id``) and marks those runs ROLLED_BACK, so a re-run writes each record once.
+        ``dry_run=True`` changes nothing and shows what would go. Both return a
+        :class:`ResetPlan`::
+
+            plan = bm.reset("orders", run_id=R, remove_output=True, dry_run=True)
+            print(plan.run_ids, plan.removed)
+
+        JDBC targets need credentials the ledger does not keep:
+        ``properties={"public.orders_out": {"user": "u", "password": "p", "url": "jdbc:..."}}``.
+        A crash during removal is finished by calling reset again or by the job's next run.
+        """
+        if not remove_output and not dry_run:
+            return self.store.reset(job_name, run_id, now=self.clock())
+        return reset_with_output(self.store, job_name, run_id, remove_output=remove_output,
+                                 dry_run=dry_run, spark=spark, properties=properties,
+                                 now=self.clock)

@@ -114,13 +114,43 @@ def bookmark_history(job: str = typer.Argument(..., help="Job name"),
 @bookmark_app.command("reset")
 def bookmark_reset(job: str = typer.Argument(..., help="Job name"),
                    run_id: Optional[str] = typer.Option(
-                       None, "--run-id", help="Rewind to the state this run committed")) -> None:
-    """Reset a bookmark (reprocess everything) or rewind it to run R. History is kept."""
+                       None, "--run-id", help="Rewind to the state this run committed"),
+                   remove_output: bool = typer.Option(
+                       False, "--remove-output",
+                       help="Also delete the output of every later run (files sm-<run_id>-*, "
+                            "JDBC rows by sm_run_id) and mark those runs ROLLED_BACK"),
+                   dry_run: bool = typer.Option(False, "--dry-run",
+                                                help="Only show what would happen"),
+                   jdbc_password_env: Optional[str] = typer.Option(
+                       None, "--jdbc-password-env",
+                       help="Name of an environment variable holding the password of the "
+                            "JDBC targets (the ledger keeps no passwords)")) -> None:
+    """Reset a bookmark (reprocess everything) or rewind it to run R. History is kept.
+
+    With --remove-output the later runs' output goes too, so a re-run does not duplicate it.
+    """
     def body() -> None:
-        version = _bookmarks().reset(job, run_id)
-        what = f"rewound to run {run_id}" if run_id else "reset"
-        out.print(f"bookmark of {job} {what}: now version {version}")
+        if not remove_output and not dry_run:
+            version = _bookmarks().reset(job, run_id)
+            what = f"rewound to run {run_id}" if run_id else "reset"
+            out.print(f"bookmark of {job} {what}: now version {version}")
+            return
+        plan = _bookmarks().reset(job, run_id, remove_output=remove_output, dry_run=dry_run,
+                                  properties=_jdbc_properties(job, jdbc_password_env))
+        out.print(plan)
     _guard(body)
+
+
+def _jdbc_properties(job: str, env_name: Optional[str]) -> Optional[dict]:
+    """Credentials for the JDBC targets of a job's runs, from --jdbc-password-env."""
+    if env_name is None:
+        return None
+    password = os.environ.get(env_name)
+    if password is None:
+        raise SparkmarkError(f"--jdbc-password-env {env_name}: that environment variable is "
+                             "not set; export it with the target database's password")
+    from .ledger import jdbc_targets
+    return {t: {"password": password} for t in jdbc_targets(CTX.state, job)}
 
 
 # ---------------------------------------------------------------------- report

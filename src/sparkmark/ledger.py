@@ -116,3 +116,13 @@ def report_dataframe(spark: "SparkSession", store: StateStore | str | None,
             values[shown] = format_ts(r.get(stored), tz)
         data.append(tuple(values[n] for n, _ in fields))
     return spark.createDataFrame(data, schema)
+
+
+def jdbc_targets(store: StateStore | str | None, job: str) -> list[str]:
+    """The JDBC target tables a job's runs wrote to (from the ledger's ``outputs``)."""
+    found: set[str] = set()
+    for r in _store(store).list_runs(job_name=job):
+        for o in json.loads(r.get("outputs") or "[]"):
+            if o.get("kind") == "jdbc":
+                found.add(o["target"])
+    return sorted(found)

@@ -349,15 +349,10 @@ class Pipeline:
 
     def _finish_removals(self, rows: list[dict[str, Any]] | None = None) -> None:
         """Delete the output of rolled-back runs whose removal did not finish (crash-safe)."""
-        from . import sinks
+        from .rollback import finish_removals
         if rows is None:
             rows = self.store.list_runs(pipeline=self.name, statuses=(ROLLED_BACK,))
-        for r in rows:
-            if r["status"] == ROLLED_BACK and r.get("publish_state") == "removing":
-                outputs = json.loads(r["outputs"] or "[]")
-                sinks.remove_run_output(self.spark, r["run_id"], outputs)
-                sinks.discard_outputs(self.spark, outputs)
-                self.store.update_run(r["run_id"], publish_state="removed")
+        finish_removals(self.spark, self.store, rows)
 
     def _config(self, m: Module, **extra: Any) -> dict[str, Any]:
         return {"pipeline": {"name": self.name, "timezone": self.timezone,

@@ -283,7 +283,14 @@ def recover_job_outputs(spark: "SparkSession", store: StateStore, job_name: str,
     A committed run whose output is not yet published is rolled forward; a run that did not
     commit has its staged output removed.
     """
+    from .rollback import finish_removals, pending_removal
+    # Rolled-back runs whose removal a crash interrupted: finish it (file targets now; JDBC
+    # targets once this run gives their credentials, see sinks_jdbc.recover_with_credentials).
+    finish_removals(spark, store, store.runs_to_recover(job_name), properties,
+                    only=lambda r: all(o["kind"] == "files" for o in json.loads(r["outputs"] or "[]")))
     for row in store.runs_to_recover(job_name):
+        if pending_removal(row):
+            continue
         outputs = json.loads(row["outputs"] or "[]")
         if row["status"] in (SUCCEEDED, EMPTY) and row["publish_state"] == "pending":
             publish_outputs(spark, store, row["run_id"], outputs, properties=properties)

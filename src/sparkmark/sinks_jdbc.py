@@ -247,11 +247,15 @@ def recover_with_credentials(job: "Job", url: str, table: str, props: dict[str, 
 
     from .sinks import publish_outputs
     from .state.store import EMPTY, FAILED, ROLLED_BACK, SUCCEEDED
+    from .rollback import finish_removals, pending_removal
     full = {table: {**props, "url": url}}
+    finish_removals(job.spark, job.store, job.store.runs_to_recover(job.job_name), full,
+                    only=lambda r: all(o["kind"] == "files" or o["target"] == table
+                                       for o in json.loads(r["outputs"] or "[]")))
     for row in job.store.runs_to_recover(job.job_name):
         outs = json.loads(row["outputs"] or "[]")
         mine = [o for o in outs if o["kind"] == "jdbc" and o["target"] == table]
-        if not mine:
+        if not mine or pending_removal(row):
             continue
         if row["status"] in (SUCCEEDED, EMPTY) and row["publish_state"] == "pending":
             publish_outputs(job.spark, job.store, row["run_id"], outs, properties=full)

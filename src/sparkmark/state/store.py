@@ -441,6 +441,30 @@ class StateStore:
                         runs.c.status.in_((SUCCEEDED, EMPTY))).values(
                         status=ROLLED_BACK, publish_state="removing"))
 
+    def reset_with_rollback(self, job_name: str, run_id: str | None, run_ids: list[str], *,
+                            now: int) -> int:
+        """``reset`` plus marking ``run_ids`` (the job's SUCCEEDED/EMPTY runs after ``run_id``)
+        ``ROLLED_BACK`` / ``publish_state='removing'``, in one transaction. Refused, nothing
+        changed, if those runs are no longer exactly the runs after ``run_id`` (a run committed
+        since they were listed)."""
+        with self.tx("resetting a bookmark") as conn:
+            version = self._rewind(conn, job_name, run_id, now=now,
+                                   kind="rewind" if run_id else "reset",
+                                   action="reset its bookmark")
+            after = 0 if run_id is None else conn.execute(select(runs.c.run_number).where(
+                runs.c.run_id == run_id)).scalar() or 0
+            now_later = set(conn.execute(select(runs.c.run_id).where(
+                runs.c.job_name == job_name, runs.c.run_number > after,
+                runs.c.status.in_((SUCCEEDED, EMPTY)))).scalars())
+            if now_later != set(run_ids):
+                raise BookmarkConflictError(
+                    f"the runs of job {job_name!r} changed while the reset was planned; nothing "
+                    "was changed. Run the reset again.")
+            if run_ids:
+                conn.execute(runs.update().where(runs.c.run_id.in_(list(run_ids))).values(
+                    status=ROLLED_BACK, publish_state="removing"))
+            return version
+
     def _rewind(self, conn: Connection, job_name: str, run_id: str | None, *, now: int,
                 kind: str, action: str) -> int:
         """Add a version holding the state ``run_id`` committed (``{}`` when None) and point
@@ -496,9 +520,10 @@ class StateStore:
         return rows[::-1]
 
     def runs_to_recover(self, job_name: str) -> list[dict[str, Any]]:
-        """Finished runs of a job whose output is still staged or not yet published."""
+        """Finished runs of a job whose output is still staged, not yet published, or rolled
+        back but not yet removed."""
         q = (select(runs).where(runs.c.job_name == job_name,
-                                runs.c.publish_state.in_(("pending", "staged")),
+                                runs.c.publish_state.in_(("pending", "staged", "removing")),
                                 runs.c.status != RUNNING)
              .order_by(runs.c.run_start_ts))
         with self.tx("reading the ledger") as conn:
