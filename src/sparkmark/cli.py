@@ -176,17 +176,33 @@ def report(pipeline: Optional[str] = typer.Option(None, "--pipeline", help="Only
            module: Optional[int] = typer.Option(None, "--module", help="Only this module id"),
            job: Optional[str] = typer.Option(None, "--job", help="Only this job"),
            last: Optional[int] = typer.Option(None, "--last", help="Only the newest N runs"),
-           format: str = typer.Option("table", "--format", "-f", help="table, json or csv"),
+           format: str = typer.Option("table", "--format", "-f",
+                                      help="table, json, csv or html"),
+           output: Optional[str] = typer.Option(
+               None, "--output", "-o", help="File to write (required for --format html)"),
            timezone: Optional[str] = typer.Option(
                None, "--timezone", help="Show times in this zone (default: the pipeline's, "
                                         "else UTC)")) -> None:
-    """The run ledger (Overwatch's pipeline report)."""
+    """The run ledger (Overwatch's pipeline report); --format html writes one offline page."""
     def body() -> None:
         from .ledger import report_rows
         from .state import open_store
-        _check_format(format, ("table", "json", "csv"))
+        _check_format(format, ("table", "json", "csv", "html"))
         if last is not None and last < 1:
             raise SparkmarkError("--last must be a positive number of runs")
+        if format == "html":
+            if not output:
+                raise SparkmarkError("--format html needs --output FILE (e.g. --output "
+                                     "runs.html)")
+            from .report_html import write_html_report
+            done = write_html_report(output, CTX.state, pipeline=pipeline, module=module,
+                                     job=job, last=last)
+            out.print(f"wrote {done['path']}: {done['runs']} run(s), "
+                      f"{done['bytes'] / 1e6:.2f} MB; open it in a browser (works offline)")
+            return
+        if output:
+            raise SparkmarkError("--output is for --format html; redirect the other formats "
+                                 "(> file)")
         rows = report_rows(open_store(CTX.state), pipeline=pipeline, module=module, job=job,
                            last=last, timezone=timezone)
         if format == "json":

@@ -126,3 +126,46 @@ def jdbc_targets(store: StateStore | str | None, job: str) -> list[str]:
             if o.get("kind") == "jdbc":
                 found.add(o["target"])
     return sorted(found)
+
+
+def _count(value: Any) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, (list, tuple, dict)):
+        return len(value)
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def run_markers(row: dict[str, Any]) -> dict[str, Any]:
+    """What a ledger row's config says about files read, late files and notes:
+    ``{"files": n|None, "late_files": n|None, "note": text|None}``.
+
+    Read from ``config.sources[ctx].files`` / ``.late_files`` (a count or a list) and
+    ``config.note`` / ``config.sources[ctx].note`` (e.g. a "not committed" marker)::
+
+        run_markers({"config": '{"sources": {"s": {"files": 3, "late_files": 1}}}'})
+        # {'files': 3, 'late_files': 1, 'note': None}
+    """
+    try:
+        cfg = json.loads(row.get("config") or "{}")
+    except (TypeError, ValueError):
+        cfg = {}
+    if not isinstance(cfg, dict):
+        cfg = {}
+    files = late = None
+    notes = [str(cfg["note"])] if cfg.get("note") else []
+    for ctx, info in sorted((cfg.get("sources") or {}).items()):
+        if not isinstance(info, dict):
+            continue
+        n = _count(info.get("files"))
+        if n is not None:
+            files = (files or 0) + n
+        n = _count(info.get("late_files"))
+        if n is not None:
+            late = (late or 0) + n
+        if info.get("note"):
+            notes.append(f"{ctx}: {info['note']}")
+    return {"files": files, "late_files": late, "note": "; ".join(notes) or None}
