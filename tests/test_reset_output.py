@@ -115,17 +115,18 @@ def test_reset_bad_input_changes_nothing(spark, sqlite_url, clock, tmp_path):
 
 CRASHER = textwrap.dedent("""
     import os, signal, sys
-    from sparkmark import Bookmarks, sinks
+    from sparkmark import Bookmarks
+    from sparkmark.sinks import publish as sinks
     from sparkmark.spark import local_session
     state, run_id, kill_after = sys.argv[1], sys.argv[2], int(sys.argv[3])
     real = sinks.remove_run_output
 
-    def remove_then_maybe_die(spark, rid, outputs, properties=None, dry_run=False):
+    def remove_then_maybe_die(spark, rid, outputs, credentials=None, dry_run=False):
         # kill_after=0: die before deleting anything; 1: die right after the first run's
         # files are deleted, before that run is marked 'removed'
         if not dry_run and kill_after == 0:
             os.kill(os.getpid(), signal.SIGKILL)
-        out = real(spark, rid, outputs, properties=properties, dry_run=dry_run)
+        out = real(spark, rid, outputs, credentials, dry_run=dry_run)
         if not dry_run and kill_after == 1:
             os.kill(os.getpid(), signal.SIGKILL)
         return out

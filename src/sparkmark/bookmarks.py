@@ -11,7 +11,7 @@
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Sequence
 
 from .clock import Clock, system_clock
 from .rollback import ResetPlan, reset_with_output
@@ -24,14 +24,31 @@ __all__ = ["Bookmarks", "ResetPlan"]
 
 
 class Bookmarks:
+    """Bookmark administration: the Python side of ``sparkmark bookmark ...`` (SPEC §7).
+
+    Example::
+
+        bm = Bookmarks("sqlite:///.sparkmark/state.db")
+        bm.get("orders")["JobBookmark"]       # the state elements by transformation_ctx
+        bm.reset("orders", run_id=R)          # rewind: the next run reprocesses after R
+    """
+
     def __init__(self, state: str | StateStore | None = None, clock: Clock | None = None):
         self.store = state if isinstance(state, StateStore) else open_store(state)
         self.clock = clock or system_clock
 
     def get(self, job_name: str, run_id: str | None = None) -> dict[str, Any]:
+        """The job's bookmark (or the one run ``run_id`` committed) shaped like Glue's
+        ``JobBookmarkEntry``: ``JobName, Version, Run, Attempt, PreviousRunId, RunId,
+        JobBookmark``.  Example: ``Bookmarks().get("orders")["Version"]``"""
         return self.store.bookmark_entry(job_name, run_id)
 
     def history(self, job_name: str) -> list[dict[str, Any]]:
+        """Every bookmark version of the job, oldest first, each with ``Kind`` (commit, reset,
+        rewind, ...), ``CreatedTs`` and ``RewoundToRunId``.
+
+        Example: ``[h["Kind"] for h in Bookmarks().history("orders")]``
+        """
         out = []
         for v in self.store.history(job_name):
             entry = v.as_entry()
@@ -66,3 +83,36 @@ class Bookmarks:
         return reset_with_output(self.store, job_name, run_id, remove_output=remove_output,
                                  dry_run=dry_run, spark=spark, properties=properties,
                                  now=self.clock)
+
+    def set(self, job_name: str, ctx: str, *, after: Any = None,
+            processed: Sequence[str] | None = None, after_key: Sequence[Any] | None = None,
+            spark: "SparkSession | None" = None) -> int:
+        """Move one context's element on purpose; returns the new version (kind ``set``).
+
+        File sources: ``after`` (ISO time: every file modified up to then counts as processed)
+        or ``processed`` (files to treat as already read). JDBC sources: ``after_key`` (one
+        value per bookmark key: the next run reads the rows after it)::
+
+            bm.set("orders", "src", after="2024-05-01T00:00:00Z")
+            bm.set("orders_db", "orders", after_key=["1000"])
+
+        Bad input raises a clear error and changes nothing; history is kept.
+        """
+        from .bookmark_edit import set_bookmark
+        return set_bookmark(self.store, job_name, ctx, now=self.clock(), after=after,
+                            processed=processed, after_key=after_key, spark=spark)
+
+    def release(self, job_name: str, run_id: str | None = None) -> str:
+        """End the run holding the job's lease that will never finish (its process hung or its
+        host is gone): the run is recorded FAILED, the lease freed, the bookmark untouched.
+        Returns the released run id::
+
+            bm.release("orders")              # whatever run holds the lease
+            bm.release("orders", run_id=R)    # only if R holds it
+
+        If that run was still alive after all, its commit is refused (it lost the lease).
+        """
+        return self.store.release(
+            job_name, run_id, now=self.clock(),
+            error="released by an operator (sparkmark bookmark release): the run held the "
+                  "job's lease but was not expected to finish")

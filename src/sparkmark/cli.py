@@ -106,7 +106,7 @@ def bookmark_history(job: str = typer.Argument(..., help="Job name"),
         for r in rows:
             t.add_row(str(r["Version"]), r["Kind"], str(r["Run"]), str(r["Attempt"]),
                       r["RunId"] or "", r["RewoundToRunId"] or "",
-                      format_ts(r["CreatedTs"], "UTC"), ", ".join(sorted(r["JobBookmark"])))
+                      format_ts(r["CreatedTs"], "UTC") or "", ", ".join(sorted(r["JobBookmark"])))
         out.print(t)
     _guard(body)
 
@@ -138,6 +138,38 @@ def bookmark_reset(job: str = typer.Argument(..., help="Job name"),
         plan = _bookmarks().reset(job, run_id, remove_output=remove_output, dry_run=dry_run,
                                   properties=_jdbc_properties(job, jdbc_password_env))
         out.print(plan)
+    _guard(body)
+
+
+@bookmark_app.command("set")
+def bookmark_set(job: str = typer.Argument(..., help="Job name"),
+                 ctx: str = typer.Option(..., "--ctx", help="The transformation_ctx to move"),
+                 after: Optional[str] = typer.Option(
+                     None, "--after", help="Files: start after this time, e.g. "
+                                           "2024-05-01T00:00:00Z"),
+                 processed: Optional[list[str]] = typer.Option(
+                     None, "--processed", help="Files: treat this file as already processed "
+                                               "(repeatable)"),
+                 after_key: Optional[list[str]] = typer.Option(
+                     None, "--after-key", help="JDBC: start after this key value (one per "
+                                               "bookmark key, repeatable)")) -> None:
+    """Move one context's bookmark element on purpose (new version, kind 'set')."""
+    def body() -> None:
+        version = _bookmarks().set(job, ctx, after=after, processed=processed or None,
+                                   after_key=after_key or None)
+        out.print(f"bookmark of {job}: context {ctx} set; now version {version}")
+    _guard(body)
+
+
+@bookmark_app.command("release")
+def bookmark_release(job: str = typer.Argument(..., help="Job name"),
+                     run_id: Optional[str] = typer.Option(
+                         None, "--run-id", help="Only if this run holds the lease")) -> None:
+    """End a run that holds the job's lease but will never finish (recorded FAILED)."""
+    def body() -> None:
+        released = _bookmarks().release(job, run_id)
+        out.print(f"released run {released} of {job}: recorded FAILED, lease free, bookmark "
+                  "unchanged")
     _guard(body)
 
 

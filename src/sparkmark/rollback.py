@@ -21,13 +21,15 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable
 
-from .state.store import EMPTY, ROLLED_BACK, SUCCEEDED, StateStore
+from .state.store import StateStore
+from .status import PublishState, RunStatus
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-REMOVING = "removing"
-REMOVED = "removed"
+REMOVING = PublishState.REMOVING
+REMOVED = PublishState.REMOVED
+ROLLED_BACK = RunStatus.ROLLED_BACK
 
 
 def pending_removal(row: dict[str, Any]) -> bool:
@@ -41,12 +43,13 @@ def outputs_of(row: dict[str, Any]) -> list[dict[str, Any]]:
 
 def planned_removal(spark: "SparkSession", rows: Iterable[dict[str, Any]],
                     properties: dict | None = None) -> list[str]:
-    """What :func:`finish_removals` would delete for these rows (nothing is changed)."""
-    from . import sinks
+    """What :func:`finish_removals` would delete for these rows (nothing is changed).
+    ``properties``: JDBC credentials by target table (each a mapping, ``url`` optional)."""
+    from .sinks import publish
     found: list[str] = []
     for r in rows:
-        found.extend(sinks.remove_run_output(spark, r["run_id"], outputs_of(r),
-                                             properties=properties, dry_run=True))
+        found.extend(publish.remove_run_output(spark, r["run_id"], outputs_of(r), properties,
+                                               dry_run=True))
     return found
 
 
@@ -56,15 +59,14 @@ def finish_removals(spark: "SparkSession", store: StateStore, rows: Iterable[dic
     """Delete the output of rolled-back runs still marked ``removing``, then mark them
     ``removed``. ``only(row)`` may skip rows (e.g. JDBC rows without credentials). Returns what
     was deleted. Safe to call again after a crash."""
-    from . import sinks
+    from .sinks import publish
     removed: list[str] = []
     for r in rows:
         if not pending_removal(r) or (only is not None and not only(r)):
             continue
         outputs = outputs_of(r)
-        removed.extend(sinks.remove_run_output(spark, r["run_id"], outputs,
-                                               properties=properties))
-        sinks.discard_outputs(spark, outputs, properties)
+        removed.extend(publish.remove_run_output(spark, r["run_id"], outputs, properties))
+        publish.discard_outputs(spark, outputs, properties, r["run_id"])
         store.update_run(r["run_id"], publish_state=REMOVED)
     return removed
 
@@ -145,7 +147,7 @@ def reset_with_output(store: StateStore, job_name: str, run_id: str | None, *,
     after = 0
     if run_id is not None:
         after = next(r["run_number"] for r in rows if r["run_id"] == run_id)
-    later = [r for r in rows if r["status"] in (SUCCEEDED, EMPTY)
+    later = [r for r in rows if r["status"] in RunStatus.progress()
              and r["run_number"] > after] if remove_output else []
     earlier = [r for r in rows if pending_removal(r)] if remove_output else []
     spark = _spark_for(later + earlier, spark) if remove_output else None
