@@ -288,12 +288,18 @@ def _split_csv(value: Optional[str], cast=str) -> Optional[list]:
 @app.command("run")
 def run(pipeline_file: str = typer.Argument(..., help="A Python file that defines a Pipeline"),
         layers: Optional[str] = typer.Option(None, "--layers", help="e.g. bronze,silver"),
-        modules: Optional[str] = typer.Option(None, "--modules", help="e.g. 2011,3003")) -> None:
-    """Run a pipeline; exits 1 if any module FAILED."""
+        modules: Optional[str] = typer.Option(None, "--modules", help="e.g. 2011,3003"),
+        quiet: bool = typer.Option(False, "--quiet", "-q",
+                                   help="No live progress display (it is off anyway when "
+                                        "stdout is not a terminal)")) -> None:
+    """Run a pipeline; exits 1 if any module FAILED. Shows live progress on a terminal."""
     def body() -> None:
         from .pipeline import load_pipeline_file
+        from .progress import PipelineProgress
         p = load_pipeline_file(pipeline_file)
-        summary = p.run(layers=_split_csv(layers), modules=_split_csv(modules, int))
+        with PipelineProgress(out, p.name, timezone=p.timezone, quiet=quiet) as show:
+            summary = p.run(layers=_split_csv(layers), modules=_split_csv(modules, int),
+                            progress=show)
         out.print(summary)
         if summary.failed:
             raise typer.Exit(1)

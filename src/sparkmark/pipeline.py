@@ -415,10 +415,12 @@ class Pipeline:
 
     # ------------------------------------------------------------------ run
     def run(self, layers: Iterable[str] | str | None = None,
-            modules: Iterable[int | str] | str | None = None) -> RunSummary:
+            modules: Iterable[int | str] | str | None = None,
+            progress: Callable[..., None] | None = None) -> RunSummary:
         """Run the selected modules (default all; ``layers`` plus ``modules``) in dependency
         order under one snapshot. A module that fails is recorded FAILED and the others go on;
-        check ``summary.failed``."""
+        check ``summary.failed``. ``progress(k, n, module, window, result)`` is called before
+        (``result`` None) and after each module (see :mod:`sparkmark.progress`)."""
         order = self.order()
         layer_list = _split(layers)
         module_list = None if modules is None else [_module_id(m) for m in _split(modules)]
@@ -428,21 +430,24 @@ class Pipeline:
         self._finish_removals()
         snapshot = self.clock()
         pipeline_run_id = uuid.uuid4().hex
-        progress, failed_before, _ = self._progress()
+        done_until, failed_before, _ = self._progress()
         primordial = primordial_start(self.primordial_date, snapshot_ts=snapshot,
                                       max_days=self.max_days_to_load, tz=self.timezone)
-        planner = RunPlanner(self._graph(), progress, failed_before, primordial, snapshot,
+        planner = RunPlanner(self._graph(), done_until, failed_before, primordial, snapshot,
                              self.max_days_to_load * DAY_MS)
         results = []
-        for mid in order:
-            if mid not in selected:
-                continue
+        chosen = [mid for mid in order if mid in selected]
+        for k, mid in enumerate(chosen, 1):
             step = planner.step(mid)
+            if progress is not None:
+                progress(k, len(chosen), self.modules[mid], step.window, None)
             result = self._run_module(self.modules[mid], step, pipeline_run_id, snapshot,
                                       primordial)
             planner.record(mid, result.status, Window(step.window.from_ts,
                                                       result.until_ts or step.window.from_ts))
             results.append(result)
+            if progress is not None:
+                progress(k, len(chosen), self.modules[mid], step.window, result)
         return RunSummary(self.name, pipeline_run_id, snapshot, self.timezone, results)
 
     def _run_module(self, m: Module, step, pipeline_run_id: str, snapshot: int,
