@@ -14,11 +14,12 @@ from test_cli_pipeline import PIPELINE, SPARKMARK
 ANSI = "\x1b["
 
 
-def run_on_pty(args: list[str], env: dict, cwd: Path, timeout: float = 300) -> tuple[int, str]:
+def run_on_pty(args: list[str], env: dict, cwd: Path, timeout: float = 300,
+               columns: int = 120) -> tuple[int, str]:
     """Run with stdout and stderr on a pseudo-terminal (as in an interactive shell)."""
     master, slave = pty.openpty()
     proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=slave, stderr=slave,
-                            cwd=cwd, env={**env, "TERM": "xterm-256color", "COLUMNS": "120"})
+                            cwd=cwd, env={**env, "TERM": "xterm-256color", "COLUMNS": str(columns)})
     os.close(slave)
     chunks, deadline = [], time.monotonic() + timeout
     while time.monotonic() < deadline:

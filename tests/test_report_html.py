@@ -159,3 +159,23 @@ def test_page_with_10000_runs_is_small_and_opens_fast(sqlite_url, tmp_path):
               f"that is not overloaded; measured {loads} ms")
         return
     assert min(loads) < 2000, f"the 10,000-run page took {loads} ms to open (goal: < 2 s)"
+
+
+def test_terminal_report_colours_statuses_and_shows_markers(sqlite_url, clock, tmp_path):
+    from test_cli_progress import run_on_pty
+    seed_runs(sqlite_url, clock)
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("SPARKMARK_STATE", "FORCE_COLOR", "NO_COLOR")}
+    rc, text = run_on_pty([SPARKMARK, "--state", sqlite_url, "report", "--job", "orders_job"],
+                          env, tmp_path, columns=400)
+    assert rc == 0, text
+    assert "\x1b[1;31mFAILED" in text  # bold red
+    assert "\x1b[32mSUCCEEDED" in text and "\x1b[35mROLLED_BACK" in text
+    assert "late_files" in text and "not committed" in text
+    res = subprocess.run([SPARKMARK, "--state", sqlite_url, "report", "--job", "orders_job"],
+                         capture_output=True, text=True, env=env, timeout=120)
+    assert res.returncode == 0 and "\x1b[" not in res.stdout
+    line = next(ln for ln in res.stdout.splitlines() if "FAILED" in ln)
+    assert "not committed" in line
+    first = next(ln for ln in res.stdout.splitlines() if " 40 " in ln and "ROLLED_BACK" not in ln)
+    assert " 2 " in first  # the late-files count of the first run

@@ -200,7 +200,7 @@ def _check_format(fmt: str, allowed: tuple[str, ...]) -> None:
 
 REPORT_COLUMNS = ("pipeline", "module_id", "module_name", "job_name", "run_id", "run_number",
                   "attempt", "status", "run_start", "run_end", "from", "until", "records_read",
-                  "records_written", "error")
+                  "records_written", "late_files", "note", "error")
 
 
 @app.command("report")
@@ -247,12 +247,16 @@ def report(pipeline: Optional[str] = typer.Option(None, "--pipeline", help="Only
             w.writerows(rows)
             typer.echo(buf.getvalue(), nl=False)
         else:
+            from .ledger import with_markers
+            from .progress import status_text
+            rows = with_markers(rows)
             t = Table(title="sparkmark run ledger")
             cols = [c for c in REPORT_COLUMNS if any(r.get(c) not in (None, "") for r in rows)]
             for c in cols:
                 t.add_column(c, overflow="fold")
             for r in rows:
-                t.add_row(*[_cell(r.get(c), 80 if c == "error" else 0) for c in cols])
+                t.add_row(*[status_text(r[c]) if c == "status" else
+                            _cell(r.get(c), 80 if c == "error" else 0) for c in cols])
             out.print(t)
             if not rows:
                 out.print("(no runs recorded yet)")

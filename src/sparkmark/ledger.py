@@ -170,3 +170,10 @@ def run_markers(row: dict[str, Any]) -> dict[str, Any]:
         if info.get("note"):
             notes.append(f"{ctx}: {info['note']}")
     return {"files": files, "late_files": late, "note": "; ".join(notes) or None}
+
+
+def with_markers(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Report rows plus ``late_files`` and ``note`` (see :func:`run_markers`), for the terminal
+    table: ``with_markers(report_rows(store))``."""
+    return [dict(r, late_files=m["late_files"] or None, note=m["note"])
+            for r, m in ((r, run_markers(r)) for r in rows)]
