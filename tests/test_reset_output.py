@@ -193,3 +193,50 @@ def test_cli_reset_remove_output_dry_run_and_real(spark, sqlite_url, clock, tmp_
                          capture_output=True, text=True, env=env, timeout=120)
     assert res.returncode == 2 and "NO_SUCH_VAR_SM" in res.stderr
     assert target_ids(spark, target) == [1, 2, 11, 12]
+
+
+def test_reset_removes_jdbc_rows_by_run_id_then_rerun_is_exactly_once(spark, sqlite_url, clock,
+                                                                      tmp_path, pg_server):
+    """A PostgreSQL target: the later runs' rows go by sm_run_id; with a password given the
+    way the CLI gives it (``properties`` by table); a re-run loads each record once."""
+    if not os.path.exists("/usr/share/java/postgresql.jar"):
+        pytest.skip("PostgreSQL JDBC driver missing: apt-get install libpostgresql-jdbc-java")
+    import sqlalchemy as sa
+    name = f"reset{os.getpid()}"
+    sa_url = pg_server.create_database(name)
+    jdbc = f"jdbc:postgresql://127.0.0.1:{pg_server.port}/{name}"
+    props = {"user": "postgres", "password": "secret-not-in-ledger"}
+    src = tmp_path / "src"
+
+    def run():
+        job = Job(spark, state=sqlite_url, clock=clock).init("to_pg", EN)
+        df = job.read.files(str(src), format="json", transformation_ctx="src")
+        job.write_jdbc(df, jdbc, "orders_out", properties=props)
+        job.commit()
+        return job.run_id
+
+    def ids():
+        engine = sa.create_engine(sa_url)
+        with engine.connect() as c:
+            out = sorted(r[0] for r in c.execute(sa.text("SELECT id FROM orders_out")))
+        engine.dispose()
+        return out
+
+    runs = []
+    for k in range(3):
+        add_batch(src, f"b{k}", [10 * k + 1, 10 * k + 2], clock.now + 5 * MIN)
+        clock.advance(60 * MIN)
+        runs.append(run())
+    assert ids() == [1, 2, 11, 12, 21, 22]
+    bm = Bookmarks(sqlite_url, clock=clock)
+    plan = bm.reset("to_pg", run_id=runs[0], remove_output=True, dry_run=True, spark=spark,
+                    properties={"orders_out": {"password": props["password"]}})
+    assert plan.run_ids == runs[1:] and len(plan.removed) == 2 and ids() == [1, 2, 11, 12, 21, 22]
+    assert all("orders_out: 2 rows of run" in x for x in plan.removed)
+    bm.reset("to_pg", run_id=runs[0], remove_output=True, spark=spark,
+             properties={"orders_out": {"password": props["password"]}})
+    assert ids() == [1, 2]
+    assert {bm.store.get_run(r)["status"] for r in runs[1:]} == {"ROLLED_BACK"}
+    clock.advance(60 * MIN)
+    run()
+    assert ids() == [1, 2, 11, 12, 21, 22]
