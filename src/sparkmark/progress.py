@@ -76,10 +76,10 @@ class PipelineProgress:
                     style="bold")
         parts: list[Any] = [head]
         if self.current is not None:
-            w = self.window
-            parts.append(Text(f"running {self.current.id} {self.current.name} "
-                              f"({self.current.layer}) window [{format_ts(w.from_ts, self.timezone)}"
-                              f", {format_ts(w.until_ts, self.timezone)})", style="cyan"))
+            w, tz, m = self.window, self.timezone, self.current
+            parts.append(Text(f"running {m.id} {m.name} ({m.layer}) window "
+                              f"[{format_ts(w.from_ts, tz)}, {format_ts(w.until_ts, tz)})",
+                              style="cyan"))
         if self.done:
             t = Table(show_edge=False, pad_edge=False, box=None)
             for col in ("module", "name", "status", "rows"):

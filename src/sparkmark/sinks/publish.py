@@ -100,7 +100,8 @@ def recover_job_outputs(spark: "SparkSession", store: "StateStore", job_name: st
 
     A committed run whose output is not yet published is rolled forward; a run that did not
     commit has its staged output removed; a rolled-back run still marked ``removing`` has its
-    output removed (see :mod:`sparkmark.rollback`).  ``only_table``: only runs with JDBC output to that
+    output removed (see :mod:`sparkmark.rollback`).
+    ``only_table``: only runs with JDBC output to that
     table (a write that brought the table's credentials).
     """
     for row in store.runs_to_recover(job_name):
