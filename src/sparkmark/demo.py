@@ -28,11 +28,11 @@ MIN = 60_000
 JOB = "demo_orders"
 
 
-@dataclass
 SIMULATED_NOTE = ("times in this demo's ledger are simulated: its clock jumps between runs and "
                   "stands still during one, so run_start == run_end for every run")
 
 
+@dataclass
 class DemoClock:
     """Simulated time (epoch ms): the demo moves it forward between runs."""
 
