@@ -7,14 +7,21 @@
     bm.history("orders")                # every version, oldest first
     bm.reset("orders")                  # next enabled run reprocesses everything
     bm.reset("orders", run_id=R)        # rewind: next run reprocesses only what came after R
+    bm.reset("orders", run_id=R, remove_output=True)  # ... and delete later runs' output
     bm.release("orders")                # end an active run that will never finish
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, Sequence
 
 from .clock import Clock, system_clock
+from .rollback import ResetPlan, reset_with_output
 from .state import StateStore, open_store
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = ["Bookmarks", "ResetPlan"]
 
 
 class Bookmarks:
@@ -50,17 +57,61 @@ class Bookmarks:
             out.append(entry)
         return out
 
-    def reset(self, job_name: str, run_id: str | None = None) -> int:
-        """Reset (or rewind to run ``run_id``); returns the new version. History is kept.
+    def reset(self, job_name: str, run_id: str | None = None, *, remove_output: bool = False,
+              dry_run: bool = False, spark: "SparkSession | None" = None,
+              properties: dict[str, dict[str, Any]] | None = None) -> Any:
+        """Reset (or rewind to run ``run_id``) as a new version; history is kept.
 
-        Example: ``Bookmarks().reset("orders")`` — the next enabled run reads everything.
+        Plain call: returns the new version number (an ``int``)::
+
+            bm.reset("orders", run_id=R)                       # -> 7
+
+        ``remove_output=True`` also removes the output of every later SUCCEEDED/EMPTY run of
+        the job from its file targets (files ``sm-<run_id>-*``) and JDBC targets (rows by
+        ``sm_run_id``) and marks those runs ROLLED_BACK, so a re-run writes each record once.
+        ``dry_run=True`` changes nothing and shows what would go. Both return a
+        :class:`ResetPlan`::
+
+            plan = bm.reset("orders", run_id=R, remove_output=True, dry_run=True)
+            print(plan.run_ids, plan.removed)
+
+        JDBC targets need credentials the ledger does not keep:
+        ``properties={"public.orders_out": {"user": "u", "password": "p", "url": "jdbc:..."}}``.
+        A crash during removal is finished by calling reset again or by the job's next run.
         """
-        return self.store.reset(job_name, run_id, now=self.clock())
+        if not remove_output and not dry_run:
+            return self.store.reset(job_name, run_id, now=self.clock())
+        return reset_with_output(self.store, job_name, run_id, remove_output=remove_output,
+                                 dry_run=dry_run, spark=spark, properties=properties,
+                                 now=self.clock)
+
+    def set(self, job_name: str, ctx: str, *, after: Any = None,
+            processed: Sequence[str] | None = None, after_key: Sequence[Any] | None = None,
+            spark: "SparkSession | None" = None) -> int:
+        """Move one context's element on purpose; returns the new version (kind ``set``).
+
+        File sources: ``after`` (ISO time: every file modified up to then counts as processed)
+        or ``processed`` (files to treat as already read). JDBC sources: ``after_key`` (one
+        value per bookmark key: the next run reads the rows after it)::
+
+            bm.set("orders", "src", after="2024-05-01T00:00:00Z")
+            bm.set("orders_db", "orders", after_key=["1000"])
+
+        Bad input raises a clear error and changes nothing; history is kept.
+        """
+        from .bookmark_edit import set_bookmark
+        return set_bookmark(self.store, job_name, ctx, now=self.clock(), after=after,
+                            processed=processed, after_key=after_key, spark=spark)
 
     def release(self, job_name: str, run_id: str | None = None) -> str:
-        """End the job's active run that will never finish (a notebook cell left mid-way, a
-        hung driver): it is recorded FAILED and its lease is broken.  Returns its run id.
+        """End the run holding the job's lease that will never finish (its process hung or its
+        host is gone): the run is recorded FAILED, the lease freed, the bookmark untouched.
+        Returns the released run id::
 
-            Bookmarks().release("orders")          # or: sparkmark bookmark release orders
+            bm.release("orders")              # whatever run holds the lease
+            bm.release("orders", run_id=R)    # only if R holds it
+
+        If that run was still alive after all, its commit is refused (it lost the lease).
         """
-        return self.store.release(job_name, run_id, now=self.clock())
+        return self.store.release(job_name, run_id, now=self.clock(),
+                                  error="released by an operator (sparkmark bookmark release)")

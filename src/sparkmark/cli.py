@@ -115,12 +115,50 @@ def bookmark_history(job: str = typer.Argument(..., help="Job name"),
 @bookmark_app.command("reset")
 def bookmark_reset(job: str = typer.Argument(..., help="Job name"),
                    run_id: Optional[str] = typer.Option(
-                       None, "--run-id", help="Rewind to the state this run committed")) -> None:
-    """Reset a bookmark (reprocess everything) or rewind it to run R. History is kept."""
+                       None, "--run-id", help="Rewind to the state this run committed"),
+                   remove_output: bool = typer.Option(
+                       False, "--remove-output",
+                       help="Also delete the output of every later run (files sm-<run_id>-*, "
+                            "JDBC rows by sm_run_id) and mark those runs ROLLED_BACK"),
+                   dry_run: bool = typer.Option(False, "--dry-run",
+                                                help="Only show what would happen"),
+                   jdbc_password_env: Optional[str] = typer.Option(
+                       None, "--jdbc-password-env",
+                       help="Name of an environment variable holding the password of the "
+                            "JDBC targets (the ledger keeps no passwords)")) -> None:
+    """Reset a bookmark (reprocess everything) or rewind it to run R. History is kept.
+
+    With --remove-output the later runs' output goes too, so a re-run does not duplicate it.
+    """
     def body() -> None:
-        version = _bookmarks().reset(job, run_id)
-        what = f"rewound to run {run_id}" if run_id else "reset"
-        out.print(f"bookmark of {job} {what}: now version {version}")
+        if not remove_output and not dry_run:
+            version = _bookmarks().reset(job, run_id)
+            what = f"rewound to run {run_id}" if run_id else "reset"
+            out.print(f"bookmark of {job} {what}: now version {version}")
+            return
+        plan = _bookmarks().reset(job, run_id, remove_output=remove_output, dry_run=dry_run,
+                                  properties=_jdbc_properties(job, jdbc_password_env))
+        out.print(plan)
+    _guard(body)
+
+
+@bookmark_app.command("set")
+def bookmark_set(job: str = typer.Argument(..., help="Job name"),
+                 ctx: str = typer.Option(..., "--ctx", help="The transformation_ctx to move"),
+                 after: Optional[str] = typer.Option(
+                     None, "--after", help="Files: start after this time, e.g. "
+                                           "2024-05-01T00:00:00Z"),
+                 processed: Optional[list[str]] = typer.Option(
+                     None, "--processed", help="Files: treat this file as already processed "
+                                               "(repeatable)"),
+                 after_key: Optional[list[str]] = typer.Option(
+                     None, "--after-key", help="JDBC: start after this key value (one per "
+                                               "bookmark key, repeatable)")) -> None:
+    """Move one context's bookmark element on purpose (new version, kind 'set')."""
+    def body() -> None:
+        version = _bookmarks().set(job, ctx, after=after, processed=processed or None,
+                                   after_key=after_key or None)
+        out.print(f"bookmark of {job}: context {ctx} set; now version {version}")
     _guard(body)
 
 
@@ -133,6 +171,18 @@ def bookmark_release(job: str = typer.Argument(..., help="Job name"),
         released = _bookmarks().release(job, run_id)
         out.print(f"run {released} of {job} released: recorded FAILED, lease broken")
     _guard(body)
+
+
+def _jdbc_properties(job: str, env_name: Optional[str]) -> Optional[dict]:
+    """Credentials for the JDBC targets of a job's runs, from --jdbc-password-env."""
+    if env_name is None:
+        return None
+    password = os.environ.get(env_name)
+    if password is None:
+        raise SparkmarkError(f"--jdbc-password-env {env_name}: that environment variable is "
+                             "not set; export it with the target database's password")
+    from .ledger import jdbc_targets
+    return {t: {"password": password} for t in jdbc_targets(CTX.state, job)}
 
 
 # ---------------------------------------------------------------------- report
@@ -150,7 +200,7 @@ def _check_format(fmt: str, allowed: tuple[str, ...]) -> None:
 
 REPORT_COLUMNS = ("pipeline", "module_id", "module_name", "job_name", "run_id", "run_number",
                   "attempt", "status", "run_start", "run_end", "from", "until", "records_read",
-                  "records_written", "error")
+                  "records_written", "late_files", "note", "error")
 
 
 @app.command("report")
@@ -158,18 +208,35 @@ def report(pipeline: Optional[str] = typer.Option(None, "--pipeline", help="Only
            module: Optional[int] = typer.Option(None, "--module", help="Only this module id"),
            job: Optional[str] = typer.Option(None, "--job", help="Only this job"),
            last: Optional[int] = typer.Option(None, "--last", help="Only the newest N runs"),
-           format: str = typer.Option("table", "--format", "-f", help="table, json or csv"),
+           format: str = typer.Option("table", "--format", "-f",
+                                      help="table, json, csv or html"),
+           output: Optional[str] = typer.Option(
+               None, "--output", "-o", help="File to write (required for --format html)"),
            timezone: Optional[str] = typer.Option(
                None, "--timezone", help="Show times in this zone (default: the pipeline's, "
                                         "else UTC)")) -> None:
-    """The run ledger (Overwatch's pipeline report)."""
+    """The run ledger (Overwatch's pipeline report); --format html writes one offline page."""
     def body() -> None:
         from .ledger import report_rows
         from .state import open_store
-        _check_format(format, ("table", "json", "csv"))
+        _check_format(format, ("table", "json", "csv", "html"))
         if last is not None and last < 1:
             raise SparkmarkError("--last must be a positive number of runs")
-        rows = report_rows(open_store(CTX.state, create=False), pipeline=pipeline, module=module, job=job,
+        if format == "html":
+            if not output:
+                raise SparkmarkError("--format html needs --output FILE (e.g. --output "
+                                     "runs.html)")
+            from .report_html import write_html_report
+            done = write_html_report(output, CTX.state, pipeline=pipeline, module=module,
+                                     job=job, last=last)
+            out.print(f"wrote {done['path']}: {done['runs']} run(s), "
+                      f"{done['bytes'] / 1e6:.2f} MB; open it in a browser (works offline)")
+            return
+        if output:
+            raise SparkmarkError("--output is for --format html; redirect the other formats "
+                                 "(> file)")
+        rows = report_rows(open_store(CTX.state, create=False), pipeline=pipeline,
+                           module=module, job=job,
                            last=last, timezone=timezone)
         if format == "json":
             _echo_json(rows)
@@ -181,12 +248,16 @@ def report(pipeline: Optional[str] = typer.Option(None, "--pipeline", help="Only
             w.writerows(rows)
             typer.echo(buf.getvalue(), nl=False)
         else:
+            from .ledger import with_markers
+            from .progress import status_text
+            rows = with_markers(rows)
             t = Table(title="sparkmark run ledger")
             cols = [c for c in REPORT_COLUMNS if any(r.get(c) not in (None, "") for r in rows)]
             for c in cols:
                 t.add_column(c, overflow="fold")
             for r in rows:
-                t.add_row(*[_cell(r.get(c), 80 if c == "error" else 0) for c in cols])
+                t.add_row(*[status_text(r[c]) if c == "status" else
+                            _cell(r.get(c), 80 if c == "error" else 0) for c in cols])
             out.print(t)
             if not rows:
                 out.print("(no runs recorded yet)")
@@ -222,12 +293,19 @@ def _split_csv(value: Optional[str], cast=str) -> Optional[list]:
 @app.command("run")
 def run(pipeline_file: str = typer.Argument(..., help="A Python file that defines a Pipeline"),
         layers: Optional[str] = typer.Option(None, "--layers", help="e.g. bronze,silver"),
-        modules: Optional[str] = typer.Option(None, "--modules", help="e.g. 2011,3003")) -> None:
-    """Run a pipeline; exits 1 if a module FAILED or was SKIPPED by a failed dependency."""
+        modules: Optional[str] = typer.Option(None, "--modules", help="e.g. 2011,3003"),
+        quiet: bool = typer.Option(False, "--quiet", "-q",
+                                   help="No live progress display (it is off anyway when "
+                                        "stdout is not a terminal)")) -> None:
+    """Run a pipeline; exits 1 if a module FAILED or was SKIPPED by a failed dependency.
+    Shows live progress on a terminal."""
     def body() -> None:
         from .pipeline import load_pipeline_file
+        from .progress import PipelineProgress
         p = load_pipeline_file(pipeline_file)
-        summary = p.run(layers=_split_csv(layers), modules=_split_csv(modules, int))
+        with PipelineProgress(out, p.name, timezone=p.timezone, quiet=quiet) as show:
+            summary = p.run(layers=_split_csv(layers), modules=_split_csv(modules, int),
+                            progress=show)
         out.print(summary)
         if summary.exit_code:          # FAILED, or SKIPPED because a dependency failed
             raise typer.Exit(summary.exit_code)

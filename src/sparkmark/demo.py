@@ -28,6 +28,10 @@ MIN = 60_000
 JOB = "demo_orders"
 
 
+SIMULATED_NOTE = ("times in this demo's ledger are simulated: its clock jumps between runs and "
+                  "stands still during one, so run_start == run_end for every run")
+
+
 @dataclass
 class DemoClock:
     """Simulated time (epoch ms): the demo moves it forward between runs."""
@@ -209,7 +213,7 @@ def _runs(ctx: DemoContext, run_ids: list[str]) -> list[dict[str, Any]]:
 
 def _ledger_table(ctx: DemoContext, run_ids: list[str]):
     from rich.table import Table
-    table = Table(title=f"ledger of job {JOB}")
+    table = Table(title=f"ledger of job {JOB}", caption=SIMULATED_NOTE)
     for col in ("run", "attempt", "status", "records written", "files read", "run_id"):
         table.add_column(col)
     for row in _runs(ctx, run_ids):

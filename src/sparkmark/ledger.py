@@ -117,3 +117,63 @@ def report_dataframe(spark: "SparkSession", store: StateStore | str | None,
             values[shown] = format_ts(r.get(stored), tz)
         data.append(tuple(values[n] for n, _ in fields))
     return spark.createDataFrame(data, schema)
+
+
+def jdbc_targets(store: StateStore | str | None, job: str) -> list[str]:
+    """The JDBC target tables a job's runs wrote to (from the ledger's ``outputs``)."""
+    found: set[str] = set()
+    for r in _store(store).list_runs(job_name=job):
+        for o in json.loads(r.get("outputs") or "[]"):
+            if o.get("kind") == "jdbc":
+                found.add(o["target"])
+    return sorted(found)
+
+
+def _count(value: Any) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, (list, tuple, dict)):
+        return len(value)
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def run_markers(row: dict[str, Any]) -> dict[str, Any]:
+    """What a ledger row's config says about files read, late files and notes:
+    ``{"files": n|None, "late_files": n|None, "note": text|None}``.
+
+    Read from ``config.sources[ctx].files`` / ``.late_files`` (a count or a list) and
+    ``config.note`` / ``config.sources[ctx].note`` (e.g. a "not committed" marker)::
+
+        run_markers({"config": '{"sources": {"s": {"files": 3, "late_files": 1}}}'})
+        # {'files': 3, 'late_files': 1, 'note': None}
+    """
+    try:
+        cfg = json.loads(row.get("config") or "{}")
+    except (TypeError, ValueError):
+        cfg = {}
+    if not isinstance(cfg, dict):
+        cfg = {}
+    files = late = None
+    notes = [str(cfg["note"])] if cfg.get("note") else []
+    for ctx, info in sorted((cfg.get("sources") or {}).items()):
+        if not isinstance(info, dict):
+            continue
+        n = _count(info.get("files"))
+        if n is not None:
+            files = (files or 0) + n
+        n = _count(info.get("late_files"))
+        if n is not None:
+            late = (late or 0) + n
+        if info.get("note"):
+            notes.append(f"{ctx}: {info['note']}")
+    return {"files": files, "late_files": late, "note": "; ".join(notes) or None}
+
+
+def with_markers(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Report rows plus ``late_files`` and ``note`` (see :func:`run_markers`), for the terminal
+    table: ``with_markers(report_rows(store))``."""
+    return [dict(r, late_files=m["late_files"] or None, note=m["note"])
+            for r, m in ((r, run_markers(r)) for r in rows)]

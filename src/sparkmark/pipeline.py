@@ -45,7 +45,7 @@ from .errors import ConcurrentRunError, PipelineError, SparkmarkError
 from .formats import WRITE_FORMATS
 from .job import Job
 from .options import ENABLE
-from .sinks import discard_outputs, remove_run_output
+from .sinks import remove_run_output
 from .planning.windows import (DAY_MS, EMPTY, FAILED, NO_PROGRESS, PROGRESS_STATUSES,
                                ROLLED_BACK, SKIP, SKIPPED, SUCCEEDED, LedgerRun, RunPlanner,
                                TargetWrite, Window, after_rollback, get_zone,
@@ -490,14 +490,10 @@ class Pipeline:
 
     def _finish_removals(self, rows: list[dict[str, Any]] | None = None) -> None:
         """Delete the output of rolled-back runs whose removal did not finish (crash-safe)."""
+        from .rollback import finish_removals
         if rows is None:
             rows = self.store.list_runs(pipeline=self.name, statuses=(ROLLED_BACK,))
-        for r in rows:
-            if r["status"] == ROLLED_BACK and r.get("publish_state") == PublishState.REMOVING:
-                outputs = json.loads(r["outputs"] or "[]")
-                remove_run_output(self.spark, r["run_id"], outputs)
-                discard_outputs(self.spark, outputs)
-                self.store.update_run(r["run_id"], publish_state=PublishState.REMOVED)
+        finish_removals(self.spark, self.store, rows)
 
     def _check_ownership(self, module_ids: Iterable[int], rows: list[dict[str, Any]]) -> None:
         """Refuse (before anything runs) a module whose target another job owns."""
@@ -528,11 +524,14 @@ class Pipeline:
 
     # ------------------------------------------------------------------ run
     def run(self, layers: Iterable[str] | str | None = None,
-            modules: Iterable[int | str] | str | None = None) -> RunSummary:
+            modules: Iterable[int | str] | str | None = None,
+            progress: Callable[..., None] | None = None) -> RunSummary:
         """Run the selected modules (default all; ``layers`` plus ``modules``) in dependency
         order under one snapshot. A module that fails is recorded FAILED and the others go on;
         check ``summary.failed`` (a module FAILED), ``summary.skipped`` (one was SKIPPED by a
         failed dependency) or ``summary.exit_code`` (1 for either).
+        ``progress(k, n, module, window, result)`` is called before (``result`` None) and
+        after each module (see :mod:`sparkmark.progress`).
 
             summary = p.run(layers="silver"); sys.exit(summary.exit_code)
         """
@@ -545,23 +544,26 @@ class Pipeline:
         self._finish_removals()
         snapshot = self.clock()
         pipeline_run_id = uuid.uuid4().hex
-        progress, failed_before, rows = self._progress()
+        done_until, failed_before, rows = self._progress()
         self._check_ownership(selected, rows)
         primordial = primordial_start(self.primordial_date, snapshot_ts=snapshot,
                                       max_days=self.max_days_to_load, tz=self.timezone)
-        planner = RunPlanner(self._graph(), progress, failed_before, primordial, snapshot,
+        planner = RunPlanner(self._graph(), done_until, failed_before, primordial, snapshot,
                              self.max_days_to_load * DAY_MS, max_days=self.max_days_to_load,
                              tz=self.timezone)
         results = []
-        for mid in order:
-            if mid not in selected:
-                continue
+        chosen = [mid for mid in order if mid in selected]
+        for k, mid in enumerate(chosen, 1):
             step = planner.step(mid)
+            if progress is not None:
+                progress(k, len(chosen), self.modules[mid], step.window, None)
             result = self._run_module(self.modules[mid], step, pipeline_run_id, snapshot,
                                       primordial)
             planner.record(mid, result.status, Window(step.window.from_ts,
                                                       result.until_ts or step.window.from_ts))
             results.append(result)
+            if progress is not None:
+                progress(k, len(chosen), self.modules[mid], step.window, result)
         return RunSummary(self.name, pipeline_run_id, snapshot, self.timezone, results)
 
     def _run_module(self, m: Module, step, pipeline_run_id: str, snapshot: int,

@@ -148,7 +148,8 @@ def run_pipeline_demo(directory: str | os.PathLike, console: Any, spark: Any) ->
     reload = run("run 4: day 5 arrives; silver and gold reload from the cut")
     ok &= not reload.failed
 
-    _say(console, "\n== the ledger (pipeline report)")
+    _say(console, "\n== the ledger (pipeline report; times are simulated: the demo's clock "
+                  "jumps between runs, so run_start == run_end)")
     from .ledger import report_rows
     rows = report_rows(p.store, pipeline=p.name)
     cols = ["module_id", "module_name", "status", "from", "until", "records_written"]

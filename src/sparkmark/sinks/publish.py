@@ -99,11 +99,22 @@ def recover_job_outputs(spark: "SparkSession", store: "StateStore", job_name: st
     """Finish what earlier runs of ``job_name`` left half done (called under the job's lease).
 
     A committed run whose output is not yet published is rolled forward; a run that did not
-    commit has its staged output removed.  ``only_table``: only runs with JDBC output to that
+    commit has its staged output removed; a rolled-back run still marked ``removing`` has its
+    output removed (see :mod:`sparkmark.rollback`).
+    ``only_table``: only runs with JDBC output to that
     table (a write that brought the table's credentials).
     """
     for row in store.runs_to_recover(job_name):
         outs = outputs_of(row)
+        if row["status"] == RunStatus.ROLLED_BACK and \
+                row["publish_state"] == PublishState.REMOVING:
+            # a rollback whose removal a crash interrupted: finish it once every target is
+            # reachable (files always; JDBC tables when this run brought their credentials)
+            if all(isinstance(o, FileOutput) or (credentials or {}).get(o.target)
+                   for o in outs):
+                from ..rollback import finish_removals
+                finish_removals(spark, store, [row], credentials)
+            continue
         if only_table is not None:
             if not any(isinstance(o, JdbcOutput) and o.target == only_table for o in outs):
                 continue

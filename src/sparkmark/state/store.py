@@ -497,7 +497,8 @@ class StateStore:
                     active_run_id=None, lease_host=None,
                     lease_pid=None, lease_expires_ts=None))
 
-    def release(self, job_name: str, run_id: str | None = None, *, now: int) -> str:
+    def release(self, job_name: str, run_id: str | None = None, *, now: int,
+                error: str | None = None) -> str:
         """End a job's active run from outside (``sparkmark bookmark release``): record it
         FAILED and break its lease, so the next run or a reset can go ahead.  The run's own
         process, if it is still alive, then fails at commit (it lost the lease).  Returns the
@@ -515,8 +516,8 @@ class StateStore:
             conn.execute(runs.update().where(runs.c.run_id == active,
                                              runs.c.status == RunStatus.RUNNING).values(
                 status=RunStatus.FAILED, run_end_ts=now,
-                error="released with 'sparkmark bookmark release': the run never finished "
-                      f"(host {host_name(job.lease_host)}, pid {job.lease_pid})"))
+                error=(error or "released with 'sparkmark bookmark release'") + ": the run "
+                      f"never finished (host {host_name(job.lease_host)}, pid {job.lease_pid})"))
             conn.execute(jobs.update().where(jobs.c.job_name == job_name).values(
                 attempt=job.attempt + 1, active_run_id=None, lease_host=None, lease_pid=None,
                 lease_expires_ts=None))
@@ -582,6 +583,59 @@ class StateStore:
                         runs.c.status.in_((RunStatus.SUCCEEDED, RunStatus.EMPTY))).values(
                         status=RunStatus.ROLLED_BACK, publish_state=PublishState.REMOVING))
 
+    def reset_with_rollback(self, job_name: str, run_id: str | None, run_ids: list[str], *,
+                            now: int) -> int:
+        """``reset`` plus marking ``run_ids`` (the job's SUCCEEDED/EMPTY runs after ``run_id``)
+        ``ROLLED_BACK`` / ``publish_state='removing'``, in one transaction. Refused, nothing
+        changed, if those runs are no longer exactly the runs after ``run_id`` (a run committed
+        since they were listed)."""
+        with self.tx("resetting a bookmark") as conn:
+            version = self._rewind(conn, job_name, run_id, now=now,
+                                   kind="rewind" if run_id else "reset",
+                                   action="reset its bookmark")
+            after = 0 if run_id is None else conn.execute(select(runs.c.run_number).where(
+                runs.c.run_id == run_id)).scalar() or 0
+            now_later = set(conn.execute(select(runs.c.run_id).where(
+                runs.c.job_name == job_name, runs.c.run_number > after,
+                runs.c.status.in_(RunStatus.progress()))).scalars())
+            if now_later != set(run_ids):
+                raise BookmarkConflictError(
+                    f"the runs of job {job_name!r} changed while the reset was planned; nothing "
+                    "was changed. Run the reset again.")
+            if run_ids:
+                conn.execute(runs.update().where(runs.c.run_id.in_(list(run_ids))).values(
+                    status=RunStatus.ROLLED_BACK, publish_state=PublishState.REMOVING))
+            return version
+
+    def set_element(self, job_name: str, ctx: str, element: Any, *, now: int,
+                    expect_version: int) -> int:
+        """A new version (kind ``set``) equal to the current one with ``ctx``'s element replaced;
+        refused (nothing changed) while a run is live or if the bookmark moved since
+        ``expect_version`` was read."""
+        with self.tx("setting a bookmark") as conn:
+            job = self._require_job(conn, job_name, lock=True)
+            if job.active_run_id is not None and lease_is_alive(
+                    host=job.lease_host, pid=job.lease_pid, expires_ts=job.lease_expires_ts,
+                    now=now, my_host=this_host()):
+                raise ConcurrentRunError(
+                    f"job {job_name!r} has an active run {job.active_run_id}; set its bookmark "
+                    "after that run ends (or 'sparkmark bookmark release' it if it never will)")
+            if job.current_version != expect_version:
+                raise BookmarkConflictError(
+                    f"the bookmark of job {job_name!r} changed while it was being set (version "
+                    f"{expect_version} -> {job.current_version}); nothing was changed, try again")
+            state = dict(self._version(conn, job, job.current_version).state)
+            state[ctx] = element
+            version = job.current_version + 1
+            conn.execute(versions.insert().values(
+                job_name=job_name, version=version, kind="set", run_id=None,
+                previous_run_id=job.last_run_id, source_run_id=None,
+                run_number=job.run_number, attempt=job.attempt, created_ts=now,
+                state=json.dumps(state, sort_keys=True)))
+            conn.execute(jobs.update().where(jobs.c.job_name == job_name)
+                         .values(current_version=version))
+            return version
+
     def _rewind(self, conn: Connection, job_name: str, run_id: str | None, *, now: int,
                 kind: str, action: str) -> int:
         """Add a version holding the state ``run_id`` committed (``{}`` when None) and point
@@ -638,9 +692,11 @@ class StateStore:
         return rows[::-1]
 
     def runs_to_recover(self, job_name: str) -> list[dict[str, Any]]:
-        """Finished runs of a job whose output is still staged or not yet published."""
+        """Finished runs of a job whose output is still staged, not yet published, or rolled
+        back but not yet removed."""
         q = (select(runs).where(runs.c.job_name == job_name,
-                                runs.c.publish_state.in_((PublishState.PENDING, PublishState.STAGED)),
+                                runs.c.publish_state.in_((PublishState.PENDING, PublishState.STAGED,
+                                                          PublishState.REMOVING)),
                                 runs.c.status != RunStatus.RUNNING)
              .order_by(runs.c.run_start_ts))
         with self.tx("reading the ledger") as conn:

@@ -1,0 +1,132 @@
+"""Moving a bookmark on purpose (``sparkmark bookmark set``) and releasing a stuck run
+(``sparkmark bookmark release``) — SPEC §7. Called through :class:`sparkmark.Bookmarks`::
+
+    bm.set("orders", "src", after="2024-05-01T00:00:00Z")      # files: start after a time
+    bm.set("orders", "src", processed=["s3a://b/in/bad.json"])  # files: skip these files
+    bm.set("orders_db", "orders", after_key=["1000"])           # JDBC: start after this key
+    bm.release("orders")                                        # end a run that never will
+
+Each ``set`` writes a new version of kind ``set`` (history kept) holding the current state with
+one context's element moved. The element's kind decides what can be given: ``after`` /
+``processed`` for a file source, ``after_key`` for a JDBC source. Bad input raises one clear
+:class:`~sparkmark.errors.ConfigError` and changes nothing.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Sequence
+
+from .errors import ConfigError, PipelineError
+from .planning.bands import DEFAULT_MAX_BAND_MS, STATE_KIND, STATE_VERSION, path_hash
+from .planning.keyrange import SOURCE_KIND, canonical
+from .state import StateStore
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+
+def element_kind(element: Any) -> str | None:
+    """``"files"``, ``"jdbc"``, or None for an element of neither kind (or none at all)."""
+    if not isinstance(element, dict):
+        return None
+    if element.get("source") == SOURCE_KIND:
+        return "jdbc"
+    if element.get("kind", None) == STATE_KIND:
+        return "files"
+    return None
+
+
+def _spark(spark: "SparkSession | None") -> Any:
+    if spark is not None:
+        return spark
+    from pyspark.sql import SparkSession
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active
+    from .spark import local_session
+    return local_session("sparkmark-bookmark-set")
+
+
+def _processed_entries(paths: Sequence[str], spark: "SparkSession | None") -> dict[str, int]:
+    """``{path_hash: mtime}`` of the given files, by the same qualified paths listings use."""
+    from .fs import HadoopFS
+    sp = _spark(spark)
+    out: dict[str, int] = {}
+    for raw in paths:
+        try:
+            fs = HadoopFS(sp, raw)
+            found = fs.status_of(fs.qualify(raw))
+        except Exception as e:  # noqa: BLE001 - bad scheme or URI
+            raise ConfigError(f"cannot open --processed path {raw!r}: "
+                              f"{str(e).splitlines()[0][:200]}") from None
+        if not found:
+            raise ConfigError(f"--processed path {raw!r} does not exist; give existing input "
+                              "files (their modification time is what the bookmark keeps)")
+        path, is_dir, _size, mtime = found[0]
+        if is_dir:
+            raise ConfigError(f"--processed path {raw!r} is a directory; give the files in it "
+                              "(or use --after TIME to skip everything up to a time)")
+        out[path_hash(path)] = mtime
+    return out
+
+
+def new_element(current: Any, ctx: str, *, after: Any = None,
+                processed: Sequence[str] | None = None, after_key: Sequence[Any] | None = None,
+                spark: "SparkSession | None" = None) -> dict[str, Any]:
+    """The element ``ctx`` gets; ``current`` is its element now (None: none yet)."""
+    given = [n for n, v in (("--after", after), ("--processed", processed),
+                            ("--after-key", after_key)) if v not in (None, [], ())]
+    if len(given) != 1:
+        raise ConfigError("give exactly one of --after TIME, --processed PATH... (file sources) "
+                          "or --after-key VALUE... (JDBC sources)"
+                          + (f"; got {', '.join(given)}" if given else ""))
+    kind = element_kind(current)
+    if current is not None and kind is None:
+        raise ConfigError(f"transformation_ctx {ctx!r} holds an element sparkmark cannot edit "
+                          f"({str(current)[:80]}); reset the bookmark instead")
+    if after_key is not None and after_key != []:
+        if kind != "jdbc":
+            raise ConfigError(
+                f"--after-key is for JDBC sources, but transformation_ctx {ctx!r} "
+                + ("holds a file-source bookmark; use --after TIME or --processed PATH"
+                   if kind == "files" else "has no bookmark yet: run the job once so its key "
+                   "columns and types are known, then set it"))
+        keys, types = list(current.get("keys") or []), list(current.get("key_types") or [])
+        values = list(after_key)
+        if len(values) != len(keys):
+            raise ConfigError(f"transformation_ctx {ctx!r} has bookmark keys {keys}: give "
+                              f"{len(keys)} --after-key value(s), one per key, not "
+                              f"{len(values)}")
+        try:
+            last = [canonical(t, v) for t, v in zip(types, values)]
+        except ValueError as e:
+            raise ConfigError(f"bad --after-key for keys {keys} (types {types}): {e}") from None
+        return dict(current, last=last)
+    if kind == "jdbc":
+        raise ConfigError(f"transformation_ctx {ctx!r} holds a JDBC bookmark (keys "
+                          f"{current.get('keys')}); use --after-key VALUE")
+    base = dict(current) if current else {"kind": STATE_KIND, "v": STATE_VERSION, "low": None,
+                                          "high": None, "listing_ts": None,
+                                          "band": DEFAULT_MAX_BAND_MS, "files": {}}
+    if after is not None:
+        from .planning.windows import parse_time
+        try:
+            ts = parse_time(after, "UTC", what="--after time")
+        except PipelineError as e:
+            raise ConfigError(str(e)) from None
+        # every file with mtime <= ts counts as processed; everything newer is read next time
+        return dict(base, low=ts, high=ts, listing_ts=ts, files={})
+    files = dict(base.get("files") or {})
+    files.update(_processed_entries(list(processed or []), spark))
+    return dict(base, files=dict(sorted(files.items())))
+
+
+def set_bookmark(store: StateStore, job_name: str, ctx: str, *, now: int, after: Any = None,
+                 processed: Sequence[str] | None = None, after_key: Sequence[Any] | None = None,
+                 spark: "SparkSession | None" = None) -> int:
+    """``Bookmarks.set``: validate, then write the new version (kind ``set``)."""
+    if not isinstance(ctx, str) or not ctx.strip():
+        raise ConfigError("--ctx needs the transformation_ctx whose element to set")
+    current = store.current_version(job_name)  # UnknownJobError for an unknown job
+    element = new_element(current.state.get(ctx), ctx, after=after, processed=processed,
+                          after_key=after_key, spark=spark)
+    return store.set_element(job_name, ctx, element, now=now, expect_version=current.version)
