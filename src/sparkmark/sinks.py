@@ -35,7 +35,13 @@ SNAPSHOT_COL = "sm_snapshot_ts"
 
 
 # ---------------------------------------------------------------------- Hadoop file system
-class _FS:
+def _FS(spark: "SparkSession", path: str):
+    """The target's file system: Hadoop's through the JVM, or pyarrow's over Spark Connect."""
+    from .fs_arrow import ArrowFS, is_connect
+    return ArrowFS(path) if is_connect(spark) else _HadoopFS(spark, path)
+
+
+class _HadoopFS:
     """A thin wrapper over Hadoop's FileSystem through the JVM (works for every Spark path)."""
 
     def __init__(self, spark: "SparkSession", path: str):
@@ -168,7 +174,7 @@ def write_files(job: "Job", df: "DataFrame", target: str, *, format: str = "parq
     return n
 
 
-def _check_schema(spark: "SparkSession", fs: _FS, target: str, fmt: str,
+def _check_schema(spark: "SparkSession", fs: "_HadoopFS", target: str, fmt: str,
                   df: "DataFrame") -> None:
     """Refuse a write whose columns clash with the data already published (parquet/orc)."""
     if fmt not in ("parquet", "orc") or not fs.files(fs.root):
@@ -229,7 +235,7 @@ def _publish_files(spark: "SparkSession", run_id: str, out: dict[str, Any]) -> N
     _remove_empty_staging_root(fs, out["target"])
 
 
-def _remove_empty_staging_root(fs: _FS, target: str) -> None:
+def _remove_empty_staging_root(fs: "_HadoopFS", target: str) -> None:
     root = fs.path(f"{target.rstrip('/')}/{STAGING_DIR}")
     try:
         if fs.exists(root) and not fs.children(root):

@@ -28,7 +28,9 @@ import os
 import re
 from typing import TYPE_CHECKING, Any, Sequence
 
+from .. import fs_arrow as arrow_fs
 from ..errors import ConfigError, SourceError
+from ..fs_arrow import is_connect
 from ..planning.bands import (BandOptions, BandState, FileEntry, excluded, glob_to_regex,
                               plan_all, plan_band, plan_replay, split_options)
 
@@ -143,25 +145,20 @@ def list_inputs(spark: "SparkSession", paths: Sequence[str], opts: BandOptions, 
                 fast_local: bool = True) -> Listing:
     patterns = [glob_to_regex(g) for g in opts.exclusions]
     out = Listing()
-    jvm = spark.sparkContext._jvm
-    conf = spark.sparkContext._jsc.hadoopConfiguration()
+    connect = is_connect(spark)  # Spark Connect: no JVM here, list through pyarrow.fs
+    if not connect:
+        jvm = spark.sparkContext._jvm
+        conf = spark.sparkContext._jsc.hadoopConfiguration()
     for raw in paths:
-        try:
-            jpath = jvm.org.apache.hadoop.fs.Path(raw)
-            fs = jpath.getFileSystem(conf)
-            qualified = fs.makeQualified(jpath)
-        except Exception as e:  # noqa: BLE001 - bad scheme, bad URI
-            raise SourceError(f"cannot open input path {raw!r}: {_first_line(e)}; check the "
-                              "path and its scheme (file:, hdfs:, s3a:, ...)") from None
-        try:
-            if _GLOB_CHARS.search(raw):
-                matches = fs.globStatus(qualified)
-                found = [] if matches is None else _parse_statuses(spark, matches)
-            else:
-                found = (_parse_statuses(spark, [fs.getFileStatus(qualified)])
-                         if fs.exists(qualified) else [])
-        except Exception as e:  # noqa: BLE001
-            raise SourceError(f"cannot list input path {raw!r}: {_first_line(e)}") from None
+        if connect:
+            try:
+                found = arrow_fs.stat_roots(raw)
+            except Exception as e:  # noqa: BLE001 - bad scheme, missing credentials
+                raise SourceError(f"cannot list input path {raw!r}: {_first_line(e)}; check "
+                                  "the path and its scheme (file:, hdfs:, s3a:, ...)") from None
+            fs = None
+        else:
+            found, fs = _hadoop_roots(jvm, conf, spark, raw)
         if not found:
             raise SourceError(f"input path {raw!r} does not exist (or matches no file); check "
                               "the path, or create the directory before the first run")
@@ -173,6 +170,11 @@ def list_inputs(spark: "SparkSession", paths: Sequence[str], opts: BandOptions, 
                 continue
             if fast_local and path.startswith("file:/"):
                 files = _list_local(path, opts.recurse)
+            elif connect:
+                try:
+                    files = arrow_fs.list_files(path, opts.recurse, _hidden)
+                except Exception as e:  # noqa: BLE001
+                    raise SourceError(f"cannot list {path}: {_first_line(e)}") from None
             else:
                 files = _list_hadoop(spark, fs, path, opts.recurse)
             root = path.rstrip("/")
@@ -183,6 +185,27 @@ def list_inputs(spark: "SparkSession", paths: Sequence[str], opts: BandOptions, 
                 out.entries.append(FileEntry(mtime=mtime_, path=fpath, size=size_))
                 out.base_of[fpath] = root
     return out
+
+
+def _hadoop_roots(jvm, conf, spark, raw: str):
+    """The statuses of a root path (or a glob's matches) through Hadoop, and its FileSystem."""
+    try:
+        jpath = jvm.org.apache.hadoop.fs.Path(raw)
+        fs = jpath.getFileSystem(conf)
+        qualified = fs.makeQualified(jpath)
+    except Exception as e:  # noqa: BLE001 - bad scheme, bad URI
+        raise SourceError(f"cannot open input path {raw!r}: {_first_line(e)}; check the "
+                          "path and its scheme (file:, hdfs:, s3a:, ...)") from None
+    try:
+        if _GLOB_CHARS.search(raw):
+            matches = fs.globStatus(qualified)
+            found = [] if matches is None else _parse_statuses(spark, matches)
+        else:
+            found = (_parse_statuses(spark, [fs.getFileStatus(qualified)])
+                     if fs.exists(qualified) else [])
+    except Exception as e:  # noqa: BLE001
+        raise SourceError(f"cannot list input path {raw!r}: {_first_line(e)}") from None
+    return found, fs
 
 
 def _list_local(root: str, recurse: bool) -> list[tuple[str, int, int]]:
@@ -280,6 +303,13 @@ def _status_slow(st) -> tuple[str, bool, int, int]:
 # ---------------------------------------------------------------------- reading
 def has_spark_avro(spark: "SparkSession") -> bool:
     """Whether Spark's ``avro`` data source (the spark-avro module) can be looked up."""
+    if is_connect(spark):  # ask the server: a missing path is fine, a missing source is not
+        try:
+            spark.read.format("avro").load("file:/nonexistent/sparkmark-avro-probe").schema
+        except Exception as e:  # noqa: BLE001
+            text = str(e)
+            return "PATH_NOT_FOUND" in text or "does not exist" in text
+        return True
     jvm = spark.sparkContext._jvm
     try:
         jvm.org.apache.spark.sql.execution.datasources.DataSource.lookupDataSource(
@@ -293,7 +323,7 @@ _registered: set[int] = set()
 
 
 def _register_avro(spark: "SparkSession") -> None:
-    key = id(spark._jsparkSession)
+    key = id(spark) if is_connect(spark) else id(spark._jsparkSession)
     if key not in _registered:
         from .avro import AvroDataSource
         spark.dataSource.register(AvroDataSource)
@@ -384,7 +414,9 @@ def _load_avro_fallback(spark, paths: list[str], base: str | None, schema, opts)
                 raise SourceError(f"cannot read avro file {paths[0]}: {_first_line(e)}; fix or "
                                   "remove the file") from None
     _register_avro(spark)
-    parts = max(1, min(len(paths), spark.sparkContext.defaultParallelism * 2))
+    parallelism = (int(spark.conf.get("spark.default.parallelism", "2") or 2)
+                   if is_connect(spark) else spark.sparkContext.defaultParallelism)
+    parts = max(1, min(len(paths), parallelism * 2))
     reader = (spark.read.format(NAME).option("paths", json.dumps(paths))
               .option("numPartitions", str(parts)))
     if base is not None:
