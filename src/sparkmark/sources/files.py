@@ -202,7 +202,16 @@ def _register_avro(spark: "SparkSession") -> None:
     key = id(spark) if is_connect(spark) else id(spark._jsparkSession)
     if key not in _registered:
         from .avro import AvroDataSource
-        spark.dataSource.register(AvroDataSource)
+        try:
+            spark.dataSource.register(AvroDataSource)
+        except Exception as e:  # noqa: BLE001 - Python data sources came with Spark 4.0
+            if not is_connect(spark):
+                raise
+            raise SourceError(
+                "reading avro without spark-avro over Spark Connect uses a Python data source, "
+                f"which needs a Spark 4.0 or newer Connect server ({java_error_text(e)}); "
+                "start the server with --packages org.apache.spark:spark-avro_2.13:<its Spark "
+                "version>, or upgrade it") from None
         _registered.add(key)
 
 
