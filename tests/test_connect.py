@@ -51,7 +51,7 @@ def test_pipeline_with_rollback_over_connect(spark, tmp_path, sqlite_url, clock)
 
 
 def test_glue_layer_over_connect(spark, tmp_path, sqlite_url, clock):
-    from sparkmark.glue import GlueContext
+    from sparkmark.glue.context import GlueContext
     from sparkmark.glue.job import Job as GlueJob
     src, out = tmp_path / "in", tmp_path / "out"
     src.mkdir()
