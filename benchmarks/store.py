@@ -86,7 +86,9 @@ def main() -> None:
         print(f"{r['jobs']:>5}{r['commits']:>9}{r['commits_per_s']:>11}{r['median_ms']:>11}"
               f"{r['p95_ms']:>9}{r['max_ms']:>9}")
     res = {"benchmark": "store", "backend": "postgresql", "lease_ms": a.lease_ms,
-           "cpus": os.cpu_count(), "rows": rows}
+           "cpus": os.cpu_count(), "load_average_1m": round(os.getloadavg()[0], 1),
+           "rows": rows}
+    print(f"machine: {os.cpu_count()} cpus, load average {res['load_average_1m']} (1 min)")
     out = ROOT / "benchmarks" / "results" / "store.json"
     out.write_text(json.dumps(res, indent=2) + "\n")
     print(f"wrote {out}")
