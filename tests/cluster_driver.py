@@ -261,7 +261,8 @@ def scenario_driver_b(spark, a) -> None:
     result("driver_b", holder=holder, refused=refused, runs=got, store_ms=store_ms)
 
 
-SCENARIOS = {"all": scenario_all, "pipeline": scenario_pipeline, "crash": scenario_crash, "driver_a": scenario_driver_a,
+SCENARIOS = {"all": scenario_all, "pipeline": scenario_pipeline, "crash": scenario_crash,
+             "driver_a": scenario_driver_a,
              "driver_b": scenario_driver_b}
 
 
