@@ -191,7 +191,11 @@ def is_connect(spark: Any) -> bool:
 
     Example: ``is_connect(SparkSession.builder.remote("sc://host:15002").getOrCreate())``.
     """
-    return spark is not None and not is_classic(spark)
+    try:
+        from pyspark.sql.connect.session import SparkSession as ConnectSession
+    except Exception:  # noqa: BLE001 - the Connect client's packages are not installed
+        return False
+    return isinstance(spark, ConnectSession)
 
 
 def file_system(spark: "SparkSession", path: str) -> "HadoopFS | ArrowFS":
