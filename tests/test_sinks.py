@@ -13,6 +13,12 @@ from sparkmark.options import ENABLE
 EN = {"job_bookmark_option": ENABLE}
 
 
+@pytest.fixture(scope="module")
+def spark(any_spark):
+    """Every test here runs on a classic session and over Spark Connect."""
+    return any_spark
+
+
 def data_files(target) -> list[str]:
     out = []
     for root, dirs, files in os.walk(target):

@@ -110,6 +110,14 @@ class JdbcConnection:
         self._escape = ""
 
     def __enter__(self) -> "JdbcConnection":
+        from .jvm import is_classic
+        if not is_classic(self._spark):
+            raise SourceError(
+                "JDBC sources and sinks need a classic Spark session: sparkmark reads the "
+                "table's keys and bounds, and publishes staged rows in one transaction, through "
+                "a JDBC connection in the driver JVM, which Spark Connect does not expose; run "
+                "this job with spark-submit (any master), or over Connect read the table "
+                "without bookmarks through spark.read.jdbc")
         jvm = self._spark._jvm
         loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
         try:

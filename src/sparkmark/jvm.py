@@ -58,7 +58,18 @@ def is_classic(spark: "SparkSession") -> bool:
 
 
 def has_data_source(spark: "SparkSession", name: str) -> bool:
-    """Whether Spark can look up the data source ``name`` (e.g. ``"avro"`` from spark-avro)."""
+    """Whether Spark can look up the data source ``name`` (e.g. ``"avro"`` from spark-avro).
+
+    Over Spark Connect the server is asked by analysing a read of a missing path: a missing
+    path is fine, a missing data source is not.
+    """
+    if not is_classic(spark):
+        try:
+            spark.read.format(name).load("file:/nonexistent/sparkmark-probe").schema
+        except Exception as e:  # noqa: BLE001
+            text = str(e)
+            return "PATH_NOT_FOUND" in text or "does not exist" in text
+        return True
     try:
         jvm: Any = spark.sparkContext._jvm
         jvm.org.apache.spark.sql.execution.datasources.DataSource.lookupDataSource(

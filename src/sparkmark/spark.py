@@ -17,11 +17,15 @@ def jdbc_jars() -> list[str]:
     return found
 
 
-def local_session(app_name: str = "sparkmark", *, cores: int = 2, extra_conf: dict | None = None):
-    """``local[cores]`` Spark with the UI off, few shuffle partitions and WARN logging."""
+def local_session(app_name: str = "sparkmark", *, cores: int = 2, extra_conf: dict | None = None,
+                  master: str | None = None):
+    """``local[cores]`` Spark with the UI off, few shuffle partitions and WARN logging.
+
+    ``master`` (e.g. ``spark://127.0.0.1:7077``) replaces ``local[cores]``.
+    """
     from pyspark.sql import SparkSession
 
-    builder = (SparkSession.builder.master(f"local[{cores}]").appName(app_name)
+    builder = (SparkSession.builder.master(master or f"local[{cores}]").appName(app_name)
                .config("spark.ui.enabled", "false")
                .config("spark.ui.showConsoleProgress", "false")
                .config("spark.sql.shuffle.partitions", "4")

@@ -105,7 +105,11 @@ class GlueContext:
     def __init__(self, sparkContext: Any, **options: Any):
         from pyspark import SparkContext
         from pyspark.sql import SparkSession
-        if isinstance(sparkContext, SparkSession):
+
+        from ..fs import is_connect
+        if is_connect(sparkContext):  # Spark Connect: a session, no SparkContext at all
+            session, sparkContext = sparkContext, None
+        elif isinstance(sparkContext, SparkSession):
             session = sparkContext
             sparkContext = session.sparkContext
         elif isinstance(sparkContext, SparkContext):
@@ -191,7 +195,8 @@ def _no_pushdown(push_down_predicate: Any, call: str) -> None:
 
 def _check_scheme(spark: Any, raw: str, mapped: str, error: type, call: str) -> None:
     """An ``s3://`` path that became ``s3a://`` needs Hadoop's S3 connector: say so up front."""
-    if not mapped.startswith("s3a://"):
+    from ..fs import is_connect
+    if not mapped.startswith("s3a://") or is_connect(spark):  # Connect: the server decides
         return
     jvm = spark.sparkContext._jvm
     try:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from ..errors import ConfigError, JobStateError, SinkError
 from ..formats import WRITE_FORMATS
-from ..fs import HadoopFS
+from ..fs import ArrowFS, HadoopFS, file_system
 from ..jvm import java_error_text
 from ..run import FileOutput, RunContext
 from .stamping import STAGING_DIR, count_while, published_prefix, stamp
@@ -50,7 +50,7 @@ def write_files(run: RunContext, df: "DataFrame", target: str, *, format: str = 
     run_id, snapshot_ts = run.run_id, run.snapshot_ts
     if run_id is None or snapshot_ts is None:
         raise JobStateError("write() needs a running job: call job.init(name, args) first")
-    fs = HadoopFS(run.spark, target)
+    fs = file_system(run.spark, target)
     root = fs.root
     if fs.is_file(root):
         raise SinkError(f"target {target} is a file, not a directory; write to a directory path")
@@ -86,7 +86,7 @@ def write_files(run: RunContext, df: "DataFrame", target: str, *, format: str = 
     return n
 
 
-def check_schema(spark: "SparkSession", fs: HadoopFS, target: str, fmt: str,
+def check_schema(spark: "SparkSession", fs: "HadoopFS | ArrowFS", target: str, fmt: str,
                  df: "DataFrame") -> None:
     """Refuse a write whose columns clash with the data already published (parquet/orc)."""
     if fmt not in ("parquet", "orc") or not fs.files(fs.root):
@@ -124,7 +124,7 @@ def _without_nulls(t: Any) -> Any:
 def publish_files(spark: "SparkSession", run_id: str, out: FileOutput) -> None:
     """Rename a committed run's staged files into the target (idempotent)."""
     prefix = published_prefix(run_id)
-    fs = HadoopFS(spark, out.target)
+    fs = file_system(spark, out.target)
     staging = fs.qualify(out.staging)
     staging_str = staging.toString().rstrip("/")
     for f in fs.files(staging):
@@ -144,7 +144,7 @@ def publish_files(spark: "SparkSession", run_id: str, out: FileOutput) -> None:
 
 def discard_files(spark: "SparkSession", out: FileOutput) -> None:
     """Remove the staged files of a run that did not commit."""
-    fs = HadoopFS(spark, out.target)
+    fs = file_system(spark, out.target)
     fs.delete(fs.path(out.staging))
     parent = fs.path(out.staging).getParent()
     if fs.exists(parent) and not fs.children(parent):
@@ -156,7 +156,7 @@ def remove_published_files(spark: "SparkSession", run_id: str, out: FileOutput,
                            dry_run: bool = False) -> list[str]:
     """Delete run ``run_id``'s published files (``sm-<run_id>-*``) from the target."""
     prefix = published_prefix(run_id)
-    fs = HadoopFS(spark, out.target)
+    fs = file_system(spark, out.target)
     removed = []
     for f in fs.files(fs.root):
         if f.rsplit("/", 1)[-1].startswith(prefix):
@@ -166,7 +166,7 @@ def remove_published_files(spark: "SparkSession", run_id: str, out: FileOutput,
     return removed
 
 
-def _remove_empty_staging_root(fs: HadoopFS, target: str) -> None:
+def _remove_empty_staging_root(fs: "HadoopFS | ArrowFS", target: str) -> None:
     root = fs.path(f"{target.rstrip('/')}/{STAGING_DIR}")
     try:
         if fs.exists(root) and not fs.children(root):

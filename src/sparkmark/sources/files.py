@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from ..errors import ConfigError, SourceError
 from ..formats import PARSED_FORMATS, READ_FORMATS
-from ..fs import HadoopFS
+from ..fs import file_system, is_connect
 from ..jvm import has_data_source, java_error_text
 from ..planning.bands import (BandOptions, BandState, FileEntry, excluded, glob_to_regex,
                               plan_all, plan_band, plan_replay, split_options)
@@ -132,7 +132,7 @@ def list_inputs(spark: "SparkSession", paths: Sequence[str], opts: BandOptions, 
     out = Listing()
     for raw in paths:
         try:
-            fs = HadoopFS(spark, raw)
+            fs = file_system(spark, raw)
             qualified = fs.qualify(raw)
         except Exception as e:  # noqa: BLE001 - bad scheme, bad URI
             raise SourceError(f"cannot open input path {raw!r}: {java_error_text(e)}; check the "
@@ -194,7 +194,7 @@ def _list_local(root: str, recurse: bool) -> list[tuple[str, int, int]]:
     return out
 
 
-def _list_hadoop(fs: HadoopFS, root: str, recurse: bool) -> list[tuple[str, int, int]]:
+def _list_hadoop(fs: Any, root: str, recurse: bool) -> list[tuple[str, int, int]]:
     """Level by level through Hadoop: one ``listStatus(Path[])`` call per depth, not per file."""
     try:
         return fs.list_tree(root, descend=lambda name: recurse or "=" in name, skip=_hidden)
@@ -280,10 +280,19 @@ _registered: set[int] = set()
 
 
 def _register_avro(spark: "SparkSession") -> None:
-    key = id(spark._jsparkSession)
+    key = id(spark) if is_connect(spark) else id(spark._jsparkSession)
     if key not in _registered:
         from .avro import AvroDataSource
-        spark.dataSource.register(AvroDataSource)
+        try:
+            spark.dataSource.register(AvroDataSource)
+        except Exception as e:  # noqa: BLE001 - Python data sources came with Spark 4.0
+            if not is_connect(spark):
+                raise
+            raise SourceError(
+                "reading avro without spark-avro over Spark Connect uses a Python data source, "
+                f"which needs a Spark 4.0 or newer Connect server ({java_error_text(e)}); "
+                "start the server with --packages org.apache.spark:spark-avro_2.13:<its Spark "
+                "version>, or upgrade it") from None
         _registered.add(key)
 
 
@@ -371,7 +380,9 @@ def _load_avro_fallback(spark, paths: list[str], base: str | None, schema, opts)
                 raise SourceError(f"cannot read avro file {paths[0]}: {java_error_text(e)}; fix or "
                                   "remove the file") from None
     _register_avro(spark)
-    parts = max(1, min(len(paths), spark.sparkContext.defaultParallelism * 2))
+    parallelism = (int(spark.conf.get("spark.default.parallelism", "2") or 2)
+                   if is_connect(spark) else spark.sparkContext.defaultParallelism)
+    parts = max(1, min(len(paths), parallelism * 2))
     reader = (spark.read.format(NAME).option("paths", json.dumps(paths))
               .option("numPartitions", str(parts)))
     if base is not None:
