@@ -27,6 +27,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
 
+from . import compat
 from .clock import Clock, system_clock
 from .errors import ConfigError, JobStateError, SparkmarkError
 from .options import ENABLE, PAUSE, BookmarkArgs, parse_job_args
@@ -85,6 +86,8 @@ class Job:
 
     def __init__(self, spark: "SparkSession", state: str | None = None,
                  clock: Clock | None = None, *, lease_ms: int | None = None):
+        if spark is not None:
+            compat.check_supported(spark)  # Spark 3.5.x or 4.x, else one clear error
         self.spark = spark
         self.store: StateStore = state if isinstance(state, StateStore) else open_store(state)
         self.clock: Clock = clock or system_clock

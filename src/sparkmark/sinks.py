@@ -90,11 +90,32 @@ class _FS:
 
 def _java_error(e: Exception) -> str:
     text = str(e)
+    first = None
     for line in text.splitlines():
         line = line.strip()
         if "Exception:" in line or "Error:" in line:
-            return line.split("\tat ")[0][:500]
-    return text.splitlines()[0][:500] if text else type(e).__name__
+            first = line.split("\tat ")[0][:500]
+            break
+    if first is None:
+        first = text.splitlines()[0][:500] if text else type(e).__name__
+    root = _root_cause(e)  # Spark 3.5 names only the task there, the cause says what broke
+    return f"{first} <- {root}" if root and root not in first else first
+
+
+def _root_cause(e: Exception) -> str | None:
+    cause = getattr(e, "java_exception", None)
+    message = None
+    try:
+        for _ in range(8):
+            if cause is None:
+                break
+            text = cause.getMessage()
+            if text:
+                message = str(text).strip().splitlines()[0][:300]
+            cause = cause.getCause()
+    except Exception:  # noqa: BLE001 - the first line is enough then
+        return None
+    return message
 
 
 # ---------------------------------------------------------------------- writing

@@ -28,6 +28,7 @@ import os
 import re
 from typing import TYPE_CHECKING, Any, Sequence
 
+from .. import compat
 from ..errors import ConfigError, SourceError
 from ..planning.bands import (BandOptions, BandState, FileEntry, excluded, glob_to_regex,
                               plan_all, plan_band, plan_replay, split_options)
@@ -280,30 +281,14 @@ def _status_slow(st) -> tuple[str, bool, int, int]:
 # ---------------------------------------------------------------------- reading
 def has_spark_avro(spark: "SparkSession") -> bool:
     """Whether Spark's ``avro`` data source (the spark-avro module) can be looked up."""
-    jvm = spark.sparkContext._jvm
-    try:
-        jvm.org.apache.spark.sql.execution.datasources.DataSource.lookupDataSource(
-            "avro", spark._jsparkSession.sessionState().conf())
-        return True
-    except Exception:  # noqa: BLE001 - AVRO_DATA_SOURCE_NOT_ENABLED
-        return False
-
-
-_registered: set[int] = set()
-
-
-def _register_avro(spark: "SparkSession") -> None:
-    key = id(spark._jsparkSession)
-    if key not in _registered:
-        from .avro import AvroDataSource
-        spark.dataSource.register(AvroDataSource)
-        _registered.add(key)
+    return compat.has_data_source(spark, "avro")
 
 
 def load(spark: "SparkSession", fmt: str, files: Sequence[FileEntry], listing: Listing,
          opts: dict[str, str], schema, fallback_schema=None) -> "DataFrame":
     """Read exactly ``files`` (by path); partition columns come from each root's basePath."""
     from pyspark.sql.types import StructType
+    read_format = compat.xml_format(spark) if fmt == "xml" else fmt  # spark-xml on 3.5
     if not files:
         use = schema if schema is not None else fallback_schema
         if fmt == "text" and use is None:
@@ -318,7 +303,7 @@ def load(spark: "SparkSession", fmt: str, files: Sequence[FileEntry], listing: L
         if avro_fallback:
             frames.append(_load_avro_fallback(spark, paths, base, schema, opts))
             continue
-        reader = spark.read.format(fmt).options(**opts)
+        reader = spark.read.format(read_format).options(**opts)
         if base is not None and not any(k.lower() == "basepath" for k in opts):
             reader = reader.option("basePath", base)
         if schema is not None:
@@ -365,13 +350,12 @@ class _serial_listing:
 
 
 def _load_avro_fallback(spark, paths: list[str], base: str | None, schema, opts) -> "DataFrame":
-    from .avro import AvroSchemaError, NAME, file_schema
+    from .avro import AvroSchemaError, file_schema, read_avro
     bad = [p for p in paths if not p.startswith("file:")]
     if bad:
         raise SourceError(
             f"reading avro from {bad[0]} needs the spark-avro package (the built-in fallback "
-            "reads local files only): start Spark with --packages "
-            "org.apache.spark:spark-avro_2.13:<your Spark version>")
+            f"reads local files only): start Spark with --packages {compat.avro_package(spark)}")
     ignore = opts.get("ignoreCorruptFiles", "false").lower() == "true"
     if schema is None:
         try:
@@ -383,16 +367,11 @@ def _load_avro_fallback(spark, paths: list[str], base: str | None, schema, opts)
             if not ignore:
                 raise SourceError(f"cannot read avro file {paths[0]}: {_first_line(e)}; fix or "
                                   "remove the file") from None
-    _register_avro(spark)
-    parts = max(1, min(len(paths), spark.sparkContext.defaultParallelism * 2))
-    reader = (spark.read.format(NAME).option("paths", json.dumps(paths))
-              .option("numPartitions", str(parts)))
-    if base is not None:
-        reader = reader.option("basePath", base)
-    if schema is not None:
-        reader = reader.option("schema", schema.json())
+    parts = max(1, min(len(paths), compat.default_parallelism(spark) * 2))
     try:
-        return reader.load()
+        return read_avro(spark, paths, base, schema, num_partitions=parts, ignore_corrupt=ignore)
+    except AvroSchemaError as e:
+        raise SourceError(f"cannot read the avro input under {base or paths[0]}: {e}") from None
     except Exception as e:  # noqa: BLE001
         raise SourceError(f"cannot read the avro input under {base or paths[0]}: "
                           f"{_first_line(e)}") from None
