@@ -158,13 +158,8 @@ def has_data_source(spark: "SparkSession", name: str) -> bool:
     """
     if is_connect(spark):
         return False
-    try:
-        jvm = spark.sparkContext._jvm
-        jvm.org.apache.spark.sql.execution.datasources.DataSource.lookupDataSource(
-            name, spark._jsparkSession.sessionState().conf())
-        return True
-    except Exception:  # noqa: BLE001 - DATA_SOURCE_NOT_FOUND / AVRO_NOT_LOADED
-        return False
+    from .jvm import has_data_source as lookup
+    return lookup(spark, name)
 
 
 def xml_package(spark: "SparkSession") -> str:
