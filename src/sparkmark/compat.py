@@ -23,7 +23,7 @@ What differs between the two lines, and what sparkmark does about it:
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .errors import SourceError, SparkmarkError
 
@@ -128,6 +128,20 @@ def default_parallelism(spark: "SparkSession") -> int:
         return max(1, int(spark.conf.get("spark.default.parallelism", "2") or 2))
     except (TypeError, ValueError):
         return 2
+
+
+def parse_type(ddl: str) -> Any:
+    """A Spark ``DataType`` from a DDL type name such as ``"decimal(7,2)"`` or ``"long"``.
+
+    ``DataType.fromDDL`` is Spark 4 only; 3.5 parses through PySpark's own DDL parser (it
+    needs an active SparkContext, as ``fromDDL`` does).  Example: ``compat.parse_type("long")``.
+    """
+    from pyspark.sql.types import DataType
+    from_ddl = getattr(DataType, "fromDDL", None)
+    if from_ddl is not None:
+        return from_ddl(ddl)
+    from pyspark.sql.types import _parse_datatype_string
+    return _parse_datatype_string(ddl)
 
 
 def scala_binary(spark: "SparkSession") -> str:

@@ -199,12 +199,12 @@ def has_spark_avro(spark: "SparkSession") -> bool:
 def load(spark: "SparkSession", fmt: str, files: Sequence[FileEntry], listing: Listing,
          opts: dict[str, str], schema, fallback_schema=None) -> "DataFrame":
     """Read exactly ``files`` (by path); partition columns come from each root's basePath."""
-    from pyspark.sql.types import StructType
+    from pyspark.sql.types import StringType, StructField, StructType
     read_format = compat.xml_format(spark) if fmt == "xml" else fmt  # spark-xml on 3.5
     if not files:
         use = schema if schema is not None else fallback_schema
         if fmt == "text" and use is None:
-            use = StructType.fromDDL("value STRING")
+            use = StructType([StructField("value", StringType(), True)])
         return spark.createDataFrame([], use if use is not None else StructType([]))
     groups: dict[str | None, list[str]] = {}
     for f in files:
