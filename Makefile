@@ -1,9 +1,25 @@
 # The two set-up commands of the README: `make demo` and `make test`.
+# Spark 4.x lives in .venv (the newest pyspark), Spark 3.5 in .venv35 (pyspark==3.5.*).
 PYTHON ?= python3
 VENV ?= .venv
+VENV35 ?= .venv35
 BIN := $(VENV)/bin
+BIN35 := $(VENV35)/bin
+# `make demo PYSPARK=3.5` runs the demo on Spark 3.5
+PYSPARK ?= 4
 
-.PHONY: install demo test bench
+# The suites that depend on Spark, run again on Spark 3.5 by `make test35` (and `make test`).
+# The state store itself does not touch Spark: SQLite is enough there; PostgreSQL still serves
+# the JDBC tests that need it.  A few crash trials (env vars override).
+SUITES35 ?= tests/test_compat.py tests/test_state_store.py tests/test_lifecycle.py \
+	tests/test_files.py tests/test_files_errors.py tests/test_sinks.py tests/test_sinks_jdbc.py \
+	tests/test_crash.py tests/test_pipeline.py tests/test_cli_pipeline.py \
+	tests/test_jdbc_derby.py tests/test_jdbc_postgres.py tests/test_glue.py \
+	tests/test_glue_scripts.py tests/test_cli.py tests/test_demo.py
+CRASH_TRIALS35 ?= 5
+CRASH_JDBC_TRIALS35 ?= 3
+
+.PHONY: install install35 demo test test4 test35 bench
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -11,15 +27,39 @@ $(BIN)/.installed: pyproject.toml
 	$(BIN)/pip install -q -e ".[dev]"
 	touch $@
 
+# pyspark 3.5 comes from PyPI as a source archive (~300 MB, built once into pip's cache)
+$(BIN35)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV35)
+	$(BIN35)/pip install -q --upgrade pip
+	$(BIN35)/pip install -q -e ".[dev]" "pyspark==3.5.*"
+	touch $@
+
 install: $(BIN)/.installed
 
-# The main job: local Spark, SQLite state, files in ./sparkmark-demo
-demo: install
-	$(BIN)/sparkmark demo
+install35: $(BIN35)/.installed
 
-# The whole test suite (real Spark, real SQLite, a real PostgreSQL server, real JDBC drivers)
-test: install
+ifeq ($(PYSPARK),3.5)
+DEMO_BIN := $(BIN35)
+else
+DEMO_BIN := $(BIN)
+endif
+
+# The main job: local Spark, SQLite state, files in ./sparkmark-demo
+demo: $(DEMO_BIN)/.installed
+	$(DEMO_BIN)/sparkmark demo
+
+# The whole test suite on Spark 4, then the Spark-dependent suites on Spark 3.5
+# (real Spark, real SQLite, a real PostgreSQL server, real JDBC drivers)
+test: test4 test35
+
+test4: install
 	$(BIN)/python -m pytest -q -p no:cacheprovider
+
+test35: install35
+	SPARKMARK_TEST_BACKENDS=$${SPARKMARK_TEST_BACKENDS35:-sqlite} \
+	SPARKMARK_CRASH_TRIALS=$${SPARKMARK_CRASH_TRIALS35:-$(CRASH_TRIALS35)} \
+	SPARKMARK_CRASH_JDBC_TRIALS=$${SPARKMARK_CRASH_JDBC_TRIALS35:-$(CRASH_JDBC_TRIALS35)} \
+	$(BIN35)/python -m pytest -q -p no:cacheprovider $(SUITES35)
 
 bench: install
 	$(BIN)/python benchmarks/lifecycle.py

@@ -103,7 +103,7 @@ def scenario_files(spark, a) -> None:
                 clock.now = base + 30 * MIN
         written = sorted(int(r.id) for r in spark.read.parquet(out).select("id").collect())
         result("files", format=fmt, reads=reads, written=written,
-               avro_python_source=("sparkmark_avro" in plan) if fmt == "avro" else None,
+               avro_python_source=("MapInArrow" in plan) if fmt == "avro" else None,
                spark_avro=has_spark_avro(spark) if fmt == "avro" else None)
 
 

@@ -131,7 +131,7 @@ def test_everything_on_a_standalone_cluster(cluster, pg_server, tmp_path):
         assert r["reads"] == [[1, 2, 3], [4, 5]], (fmt, r)
         assert r["written"] == [1, 2, 3, 4, 5], (fmt, r)
     assert by_fmt["avro"]["spark_avro"] is False          # stock pyspark: no spark-avro jar
-    assert by_fmt["avro"]["avro_python_source"] is True   # read by the Python data source
+    assert by_fmt["avro"]["avro_python_source"] is True   # fastavro in Python workers (mapInArrow)
 
     # JDBC source in two parallel partitions, into the JDBC sink, exactly once
     runs = res["jdbc"][0]["runs"]

@@ -8,8 +8,8 @@ import os
 
 import pytest
 
-from sparkmark import Job
-from sparkmark.fs import is_connect
+from sparkmark import Job, compat
+from sparkmark.compat import is_connect
 from sparkmark.planning.bands import BandOptions
 from sparkmark.sources.files import has_spark_avro, list_inputs
 
@@ -103,6 +103,9 @@ def new_job(spark, url, clock, args=ENABLE, name="orders"):
 # ---------------------------------------------------------------------- every format
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_every_format_reads_only_new_files(spark, sqlite_url, clock, tmp_path, fmt):
+    if fmt == "xml" and not compat.is_spark4(spark) and not compat.has_data_source(spark, "xml"):
+        pytest.skip(f"XML on Spark {spark.version} needs the spark-xml jar, which is not on this "
+                    "classpath (pip cannot install it); the error is tested in test_files_errors")
     src = str(tmp_path / "in")
     ext = EXT[fmt]
     opts = READ_OPTS.get(fmt, {})
@@ -121,7 +124,7 @@ def test_every_format_reads_only_new_files(spark, sqlite_url, clock, tmp_path, f
     job = new_job(spark, sqlite_url, clock)
     df = job.read.files(src, format=fmt, transformation_ctx="src", options=opts)
     assert ids_of(fmt, df) == [4, 5, 6]
-    if fmt != "avro":  # the Python data source fallback has no inputFiles()
+    if fmt != "avro":  # the fastavro fallback (mapInArrow) has no inputFiles()
         assert sorted(p.rsplit("/", 1)[-1] for p in df.inputFiles()) == sorted(
             [f"c.{ext}", f"late.{ext}"])
     if fmt != "text":
@@ -143,8 +146,7 @@ def test_every_format_reads_only_new_files(spark, sqlite_url, clock, tmp_path, f
     assert job.store.list_runs(job_name="orders")[-1]["status"] == "EMPTY"
 
 
-def test_avro_falls_back_to_the_python_data_source_on_executors(spark, tmp_path, sqlite_url,
-                                                                 clock):
+def test_avro_falls_back_to_fastavro_in_python_workers(spark, tmp_path, sqlite_url, clock):
     from pyspark.sql import functions as F
     assert not has_spark_avro(spark)  # stock PySpark: no spark-avro jar
     src = str(tmp_path / "in")
@@ -155,7 +157,7 @@ def test_avro_falls_back_to_the_python_data_source_on_executors(spark, tmp_path,
     connect = is_connect(spark)
     plan = (df._explain_string() if connect
             else df._jdf.queryExecution().executedPlan().toString())
-    assert "sparkmark_avro" in plan and "(Python)" in plan
+    assert "MapInArrow" in plan  # fastavro in Python workers, the same on Spark 3.5 and 4.x
     # read by Python workers, one partition per group of files, in parallel tasks
     parts = df.select(F.spark_partition_id().alias("p")).distinct().count()
     assert parts >= 2 and (connect or df.rdd.getNumPartitions() >= 2)

@@ -21,7 +21,8 @@ import os
 import re
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-from .jvm import is_classic, java_error_text
+from .compat import is_connect
+from .jvm import java_error_text
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -186,18 +187,6 @@ def open_fs(spark: "SparkSession", path: str, *, what: str = "path") -> "HadoopF
 _GLOB_CHARS = re.compile(r"[*?\[{]")
 
 
-def is_connect(spark: Any) -> bool:
-    """Whether ``spark`` is a Spark Connect session (no py4j gateway in this process).
-
-    Example: ``is_connect(SparkSession.builder.remote("sc://host:15002").getOrCreate())``.
-    """
-    try:
-        from pyspark.sql.connect.session import SparkSession as ConnectSession
-    except Exception:  # noqa: BLE001 - the Connect client's packages are not installed
-        return False
-    return isinstance(spark, ConnectSession)
-
-
 def file_system(spark: "SparkSession", path: str) -> "HadoopFS | ArrowFS":
     """The file system of ``path`` for this session — the one place that chooses by session
     type: Hadoop's through the JVM for classic sessions (every Spark path, with the Hadoop
@@ -205,9 +194,9 @@ def file_system(spark: "SparkSession", path: str) -> "HadoopFS | ArrowFS":
 
     Example: ``file_system(spark, "s3a://bucket/out").files("s3a://bucket/out")``.
     """
-    if is_classic(spark):
-        return HadoopFS(spark, path)
-    return ArrowFS(path)
+    if is_connect(spark):
+        return ArrowFS(path)
+    return HadoopFS(spark, path)
 
 
 class ArrowPath(str):

@@ -27,6 +27,7 @@ import uuid
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 
+from . import compat
 from .clock import Clock, checked_now, system_clock
 from .errors import ConfigError, JobStateError, SparkmarkError
 from .options import ENABLE, PAUSE, BookmarkArgs, parse_job_args
@@ -98,6 +99,8 @@ class Job:
 
     def __init__(self, spark: "SparkSession", state: str | StateStore | None = None,
                  clock: Clock | None = None, *, lease_ms: int | None = None):
+        if spark is not None:
+            compat.check_supported(spark)  # Spark 3.5.x or 4.x, else one clear error
         self._spark = spark
         self.store: StateStore = state if isinstance(state, StateStore) else open_store(state)
         self.clock: Clock = clock or system_clock

@@ -96,7 +96,7 @@ def _find(schema, parts: list[str], case_sensitive: bool):
 
 
 def _target_type(type_name: Any, mapping: Any) -> "DataType | None":
-    from pyspark.sql.types import DataType
+    from .. import compat
     if not isinstance(type_name, str) or not type_name.strip():
         raise ConfigError(f"mapping {mapping!r}: the target type must be a type name such as "
                           "'string' or 'decimal(7,2)'")
@@ -104,7 +104,7 @@ def _target_type(type_name: Any, mapping: Any) -> "DataType | None":
     if name in _NO_CAST:
         return None
     try:
-        return DataType.fromDDL(name)
+        return compat.parse_type(name)  # DataType.fromDDL is Spark 4 only
     except Exception:  # noqa: BLE001 - Spark's parse error
         raise ConfigError(f"mapping {mapping!r}: unknown type {type_name!r}; use a Glue/Spark "
                           "type such as string, int, long, double, decimal(7,2), timestamp, "

@@ -1,16 +1,16 @@
-"""Avro without the spark-avro jar: a Python data source (Spark 4, ``pyspark.sql.datasource``)
-built on fastavro.
+"""Avro without the spark-avro jar: fastavro in Python workers, through ``mapInArrow``.
 
 ``read_files(..., format="avro")`` uses Spark's own ``avro`` format when spark-avro is on the
-classpath and this data source otherwise.  Spark plans it on the driver and runs ``read`` in
-Python workers on the executors, one input partition per group of files; every worker opens its
-files itself, so the files must be reachable from the executors under the same path (local
-paths in local mode, a shared mount on a cluster).  Hadoop-only schemes (``hdfs:``, ``s3a:``...)
-need spark-avro.
+classpath and :func:`read_avro` otherwise.  It needs nothing newer than Spark 3.5 and runs the
+same on 3.5 and 4.x, classic or Spark Connect: ``spark.range(len(paths))`` split into tasks, and
+each task opens its own files on an executor and hands Spark Arrow batches.  The files must be
+reachable from the executors under the same path (local paths in local mode, a shared mount on
+a cluster); Hadoop-only schemes (``hdfs:``, ``s3a:``...) need spark-avro.  Only the selected
+files are opened: the driver reads the header of the first one for the schema, the executors
+read them all.
 
-Options (all strings): ``paths`` (JSON list of files), ``basePath`` (root of a partitioned
-layout: ``key=value`` directories below it become columns), ``numPartitions``, and ``schema``
-(Spark's JSON schema; default: the Avro schema of the first file).
+Schema: given (a ``StructType``), or the Avro schema of the first file plus the ``key=value``
+partition directories below ``basePath`` (int/long when every value is an integer, else string).
 
 Type mapping: Avro primitives to their Spark types, records to structs, arrays, maps (string
 keys), enums to strings, fixed to binary, ``["null", T]`` unions to a nullable ``T``, logical
@@ -19,16 +19,15 @@ error (use spark-avro for those).
 """
 from __future__ import annotations
 
-import json
 from typing import Any, Iterator
 from urllib.parse import unquote
 
-from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
-from pyspark.sql.types import (ArrayType, BinaryType, BooleanType, DataType, DateType,
+from pyspark.sql.types import (ArrayType, BinaryType, BooleanType, ByteType, DataType, DateType,
                                DecimalType, DoubleType, FloatType, IntegerType, LongType, MapType,
-                               NullType, StringType, StructField, StructType, TimestampType)
+                               NullType, ShortType, StringType, StructField, StructType,
+                               TimestampNTZType, TimestampType)
 
-NAME = "sparkmark_avro"
+BATCH_ROWS = 4096
 
 
 class AvroSchemaError(ValueError):
@@ -135,69 +134,108 @@ def partition_schema(paths: list[str], base: str | None) -> StructType:
     return StructType([StructField(k, _partition_type(v), True) for k, v in columns.items()])
 
 
-class AvroDataSource(DataSource):
-    """``spark.read.format("sparkmark_avro").option("paths", json_list).load()``."""
-
-    @classmethod
-    def name(cls) -> str:
-        return NAME
-
-    def _paths(self) -> list[str]:
-        return list(json.loads(self.options.get("paths", "[]")))
-
-    def schema(self) -> StructType:
-        given = self.options.get("schema")
-        if given:
-            return StructType.fromJson(json.loads(given))
-        paths = self._paths()
-        if not paths:
-            return StructType([])
-        data = file_schema(paths[0])
-        parts = partition_schema(paths, self.options.get("basePath"))
-        names = {f.name for f in data.fields}
-        return StructType(list(data.fields) + [f for f in parts.fields if f.name not in names])
-
-    def reader(self, schema: StructType) -> "AvroReader":
-        return AvroReader(schema, self._paths(), self.options.get("basePath"),
-                          int(self.options.get("numPartitions", "0") or 0))
+def arrow_type(dtype: DataType) -> Any:
+    """The Arrow type Spark expects in ``mapInArrow`` output for ``dtype`` (3.5 and 4.x alike)."""
+    import pyarrow as pa
+    simple = {BooleanType: pa.bool_(), ByteType: pa.int8(), ShortType: pa.int16(),
+              IntegerType: pa.int32(), LongType: pa.int64(), FloatType: pa.float32(),
+              DoubleType: pa.float64(), StringType: pa.string(), BinaryType: pa.binary(),
+              DateType: pa.date32(), NullType: pa.null(),
+              TimestampType: pa.timestamp("us", tz="UTC"),
+              TimestampNTZType: pa.timestamp("us")}
+    for cls, atype in simple.items():
+        if type(dtype) is cls:
+            return atype
+    if isinstance(dtype, DecimalType):
+        return pa.decimal128(dtype.precision, dtype.scale)
+    if isinstance(dtype, ArrayType):
+        return pa.list_(pa.field("element", arrow_type(dtype.elementType), dtype.containsNull))
+    if isinstance(dtype, MapType):
+        return pa.map_(arrow_type(dtype.keyType), arrow_type(dtype.valueType))
+    if isinstance(dtype, StructType):
+        return pa.struct([pa.field(f.name, arrow_type(f.dataType), f.nullable)
+                          for f in dtype.fields])
+    raise AvroSchemaError(f"the column type {dtype.simpleString()} is not supported by the "
+                          "built-in avro reader; use spark-avro or another schema")
 
 
-class AvroReader(DataSourceReader):
-    def __init__(self, schema: StructType, paths: list[str], base: str | None, parts: int):
-        self.schema = schema
-        self.paths = paths
-        self.base = base
-        self.parts = parts
+def dataframe_schema(paths: list[str], base: str | None, given: StructType | None = None,
+                     *, ignore_corrupt: bool = False) -> StructType:
+    """The schema of the DataFrame over ``paths``: ``given``, or the first file's Avro schema
+    (with ``ignore_corrupt``: the first readable file's) plus the ``key=value`` partition
+    columns below ``base``."""
+    if given is not None:
+        return given
+    data = StructType([])
+    for path in paths:
+        try:
+            data = file_schema(path)
+            break
+        except AvroSchemaError:
+            raise
+        except Exception:
+            if not ignore_corrupt:
+                raise
+    parts = partition_schema(paths, base)
+    names = {f.name for f in data.fields}
+    return StructType(list(data.fields) + [f for f in parts.fields if f.name not in names])
 
-    def partitions(self) -> list[InputPartition]:
-        n = max(1, min(len(self.paths), self.parts or len(self.paths)))
-        groups: list[list[str]] = [[] for _ in range(n)]
-        for i, p in enumerate(self.paths):
-            groups[i % n].append(p)
-        return [InputPartition(g) for g in groups if g] or [InputPartition([])]
 
-    def read(self, partition: InputPartition) -> Iterator[Any]:
+def read_avro(spark: Any, paths: list[str], base: str | None = None,
+              schema: StructType | None = None, *, num_partitions: int | None = None,
+              ignore_corrupt: bool = False) -> Any:
+    """A DataFrame of the Avro files ``paths``, read by fastavro in Python workers.
+
+    Spark 3.5 and 4.x, classic and Connect: ``spark.range(len(paths))`` split into
+    ``num_partitions`` tasks, and ``mapInArrow`` turns each task's file numbers into the
+    records of those files (Arrow batches of 4,096 rows).  The files are opened on the
+    executors, under the same path, so they must be reachable there (local paths in local mode,
+    a shared mount on a cluster).  With ``ignore_corrupt`` a file that cannot be read ends
+    where it breaks (the rows read so far stay), as Spark's ``ignoreCorruptFiles`` does.
+
+    Example::
+
+        df = read_avro(spark, ["file:/data/in/day=1/a.avro"], base="file:/data/in")
+    """
+    import pyarrow as pa
+    schema = dataframe_schema(paths, base, schema, ignore_corrupt=ignore_corrupt)
+    arrow_schema = pa.schema([pa.field(f.name, arrow_type(f.dataType), f.nullable)
+                              for f in schema.fields])
+    if not paths:
+        return spark.createDataFrame([], schema)
+    n = max(1, min(len(paths), num_partitions or len(paths)))
+    files = list(paths)
+    names = schema.fieldNames()
+    dtypes = [f.dataType for f in schema.fields]
+
+    def records(path: str) -> Iterator[Any]:
         import fastavro
-        import pyarrow as pa
-        from pyspark.sql.pandas.types import to_arrow_schema
-
-        arrow_schema = to_arrow_schema(self.schema, timezone="UTC")
-        names = self.schema.fieldNames()
-        for path in partition.value:
-            extra = dict(partition_values(path, self.base))
+        try:
             with open(local_path(path), "rb") as fo:
-                batch: list[dict] = []
-                for record in fastavro.reader(fo):
+                yield from fastavro.reader(fo)
+        except Exception:
+            if not ignore_corrupt:
+                raise
+
+    def read_partition(batches: Iterator[Any]) -> Iterator[Any]:
+        import pyarrow as pa
+        for ids in batches:
+            for i in ids.column(0).to_pylist():
+                path = files[i]
+                extra = dict(partition_values(path, base))
+                rows: list[dict] = []
+                for record in records(path):
                     row = record if isinstance(record, dict) else {"value": record}
                     if extra:
                         row = {**row, **{k: v for k, v in extra.items() if k not in row}}
-                    batch.append({n: _convert(row.get(n), f.dataType)
-                                  for n, f in zip(names, self.schema.fields)})
-                    if len(batch) >= 4096:
-                        yield pa.RecordBatch.from_pylist(batch, schema=arrow_schema)
-                        batch = []
-                if batch:
-                    yield pa.RecordBatch.from_pylist(batch, schema=arrow_schema)
+                    rows.append({k: _convert(row.get(k), t) for k, t in zip(names, dtypes)})
+                    if len(rows) >= BATCH_ROWS:
+                        yield pa.RecordBatch.from_pylist(rows, schema=arrow_schema)
+                        rows = []
+                if rows:
+                    yield pa.RecordBatch.from_pylist(rows, schema=arrow_schema)
+
+    return spark.range(0, len(files), 1, n).mapInArrow(read_partition, schema)
 
 
 def _convert(value: Any, dtype: DataType) -> Any:

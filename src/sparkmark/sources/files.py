@@ -28,10 +28,11 @@ import os
 import re
 from typing import TYPE_CHECKING, Any, Sequence
 
+from .. import compat
 from ..errors import ConfigError, SourceError
 from ..formats import PARSED_FORMATS, READ_FORMATS
-from ..fs import file_system, is_connect
-from ..jvm import has_data_source, java_error_text
+from ..fs import file_system
+from ..jvm import java_error_text
 from ..planning.bands import (BandOptions, BandState, FileEntry, excluded, glob_to_regex,
                               plan_all, plan_band, plan_replay, split_options)
 from ..run import ReadMode, RunContext
@@ -273,37 +274,18 @@ def check_partition_layout(listing: Listing) -> None:
 # ---------------------------------------------------------------------- reading
 def has_spark_avro(spark: "SparkSession") -> bool:
     """Whether Spark's ``avro`` data source (the spark-avro module) can be looked up."""
-    return has_data_source(spark, "avro")
-
-
-_registered: set[int] = set()
-
-
-def _register_avro(spark: "SparkSession") -> None:
-    key = id(spark) if is_connect(spark) else id(spark._jsparkSession)
-    if key not in _registered:
-        from .avro import AvroDataSource
-        try:
-            spark.dataSource.register(AvroDataSource)
-        except Exception as e:  # noqa: BLE001 - Python data sources came with Spark 4.0
-            if not is_connect(spark):
-                raise
-            raise SourceError(
-                "reading avro without spark-avro over Spark Connect uses a Python data source, "
-                f"which needs a Spark 4.0 or newer Connect server ({java_error_text(e)}); "
-                "start the server with --packages org.apache.spark:spark-avro_2.13:<its Spark "
-                "version>, or upgrade it") from None
-        _registered.add(key)
+    return compat.has_data_source(spark, "avro")
 
 
 def load(spark: "SparkSession", fmt: str, files: Sequence[FileEntry], listing: Listing,
          opts: dict[str, str], schema, fallback_schema=None) -> "DataFrame":
     """Read exactly ``files`` (by path); partition columns come from each root's basePath."""
-    from pyspark.sql.types import StructType
+    from pyspark.sql.types import StringType, StructField, StructType
+    read_format = compat.xml_format(spark) if fmt == "xml" else fmt  # spark-xml on 3.5
     if not files:
         use = schema if schema is not None else fallback_schema
         if fmt == "text" and use is None:
-            use = StructType.fromDDL("value STRING")
+            use = StructType([StructField("value", StringType(), True)])
         return spark.createDataFrame([], use if use is not None else StructType([]))
     groups: dict[str | None, list[str]] = {}
     for f in files:
@@ -314,7 +296,7 @@ def load(spark: "SparkSession", fmt: str, files: Sequence[FileEntry], listing: L
         if avro_fallback:
             frames.append(_load_avro_fallback(spark, paths, base, schema, opts))
             continue
-        reader = spark.read.format(fmt).options(**opts)
+        reader = spark.read.format(read_format).options(**opts)
         if base is not None and not any(k.lower() == "basepath" for k in opts):
             reader = reader.option("basePath", base)
         if schema is not None:
@@ -361,13 +343,12 @@ class _serial_listing:
 
 
 def _load_avro_fallback(spark, paths: list[str], base: str | None, schema, opts) -> "DataFrame":
-    from .avro import AvroSchemaError, NAME, file_schema
+    from .avro import AvroSchemaError, file_schema, read_avro
     bad = [p for p in paths if not p.startswith("file:")]
     if bad:
         raise SourceError(
             f"reading avro from {bad[0]} needs the spark-avro package (the built-in fallback "
-            "reads local files only): start Spark with --packages "
-            "org.apache.spark:spark-avro_2.13:<your Spark version>")
+            f"reads local files only): start Spark with --packages {compat.avro_package(spark)}")
     ignore = opts.get("ignoreCorruptFiles", "false").lower() == "true"
     if schema is None:
         try:
@@ -379,18 +360,11 @@ def _load_avro_fallback(spark, paths: list[str], base: str | None, schema, opts)
             if not ignore:
                 raise SourceError(f"cannot read avro file {paths[0]}: {java_error_text(e)}; fix or "
                                   "remove the file") from None
-    _register_avro(spark)
-    parallelism = (int(spark.conf.get("spark.default.parallelism", "2") or 2)
-                   if is_connect(spark) else spark.sparkContext.defaultParallelism)
-    parts = max(1, min(len(paths), parallelism * 2))
-    reader = (spark.read.format(NAME).option("paths", json.dumps(paths))
-              .option("numPartitions", str(parts)))
-    if base is not None:
-        reader = reader.option("basePath", base)
-    if schema is not None:
-        reader = reader.option("schema", schema.json())
+    parts = max(1, min(len(paths), compat.default_parallelism(spark) * 2))
     try:
-        return reader.load()
+        return read_avro(spark, paths, base, schema, num_partitions=parts, ignore_corrupt=ignore)
+    except AvroSchemaError as e:
+        raise SourceError(f"cannot read the avro input under {base or paths[0]}: {e}") from None
     except Exception as e:  # noqa: BLE001
         raise SourceError(f"cannot read the avro input under {base or paths[0]}: "
                           f"{java_error_text(e)}") from None

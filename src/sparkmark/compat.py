@@ -1,0 +1,203 @@
+"""Which Spark this is and what it can do: the one place in sparkmark that checks versions.
+
+sparkmark supports Spark 3.5.x (AWS Glue 5, EMR 7, Databricks 15.x LTS) and 4.x (SPEC §11).
+The rest of the code asks this module instead of comparing version strings itself::
+
+    from sparkmark import compat
+    compat.check_supported(spark)            # SparkmarkError on Spark 3.4 or 5.0
+    compat.spark_version(spark)              # (3, 5)
+    compat.has_data_source(spark, "avro")    # is spark-avro on the classpath?
+    compat.xml_format(spark)                 # "xml", or a SourceError naming spark-xml on 3.5
+    compat.require(spark, (4, 0), "Spark Connect data sources")
+
+What differs between the two lines, and what sparkmark does about it:
+
+- Avro: neither ships the ``avro`` data source in PySpark's jars.  With spark-avro on the
+  classpath Spark's reader is used; otherwise sparkmark's fastavro reader, which runs in Python
+  workers through ``mapInArrow`` (Spark 3.3+, classic and Connect), the same code on both.
+- XML: built into Spark 4.  On 3.5 it needs the spark-xml package (``com.databricks.spark.xml``),
+  found through its ``xml`` short name; without it :func:`xml_format` raises a clear error.
+- Everything else sparkmark uses (``Observation``, ``mapInArrow``, ``timestamp_millis``,
+  ``unionByName(allowMissingColumns=)``, JDBC, Hadoop FileSystem) is the same on 3.5 and 4.x.
+"""
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any
+
+from .errors import SourceError, SparkmarkError
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+MIN_VERSION = (3, 5)
+MAX_MAJOR = 4  # 5.x is not supported yet (pyproject: pyspark>=3.5,<5)
+SUPPORTED = "Spark 3.5.x and 4.x"
+SPARK_XML_VERSION = "0.18.0"  # the last spark-xml release (Spark 3.x, Scala 2.12/2.13)
+
+
+class UnsupportedSparkError(SparkmarkError):
+    """This Spark version (or this feature on this Spark version) is not supported.
+
+    Example: ``compat.require(spark, (4, 0), "x")`` on Spark 3.5 raises it, naming both.
+    """
+
+
+def parse_version(text: str) -> tuple[int, int]:
+    """``"3.5.9"`` / ``"4.0.0-preview2"`` / ``"3.5.1-amzn-0"`` to ``(major, minor)``.
+
+    >>> parse_version("3.5.1-amzn-0")
+    (3, 5)
+    """
+    m = re.match(r"\s*(\d+)\.(\d+)", str(text))
+    if not m:
+        raise UnsupportedSparkError(f"cannot read the Spark version {text!r}; sparkmark supports "
+                                    f"{SUPPORTED}")
+    return int(m.group(1)), int(m.group(2))
+
+
+def pyspark_version() -> tuple[int, int]:
+    """The installed PySpark's ``(major, minor)``, e.g. ``(3, 5)``; no session needed."""
+    import pyspark
+    return parse_version(pyspark.__version__)
+
+
+def spark_version(spark: "SparkSession | None" = None) -> tuple[int, int]:
+    """The running Spark's ``(major, minor)`` (the server's over Spark Connect).
+
+    Example: ``if compat.spark_version(spark) >= (4, 0): ...``.  Without a session: PySpark's.
+    """
+    if spark is None:
+        return pyspark_version()
+    return parse_version(spark.version)
+
+
+def version_text(spark: "SparkSession | None" = None) -> str:
+    """The full version string for messages, e.g. ``"3.5.9"``."""
+    if spark is None:
+        import pyspark
+        return str(pyspark.__version__)
+    return str(spark.version)
+
+
+def is_spark4(spark: "SparkSession | None" = None) -> bool:
+    """Spark 4.0 or newer.  Example: ``compat.is_spark4(spark)``."""
+    return spark_version(spark) >= (4, 0)
+
+
+def is_connect(spark: Any) -> bool:
+    """Whether ``spark`` is a Spark Connect session (no py4j, no JVM on this side).
+
+    Decided by the session's type, not by the process: a test process can hold a classic and
+    a Connect session at once.  Example: ``compat.is_connect(spark)``.
+    """
+    try:
+        from pyspark.sql.connect.session import SparkSession as ConnectSession
+        if isinstance(spark, ConnectSession):
+            return True
+    except Exception:  # noqa: BLE001 - the Connect client's packages are not installed
+        pass
+    return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
+def check_supported(spark: "SparkSession | None" = None) -> tuple[int, int]:
+    """Raise :class:`UnsupportedSparkError` unless this is Spark 3.5.x or 4.x; return the version.
+
+    Example: ``compat.check_supported(spark)`` at the start of a job.
+    """
+    version = spark_version(spark)
+    if version < MIN_VERSION or version[0] > MAX_MAJOR:
+        raise UnsupportedSparkError(
+            f"sparkmark supports {SUPPORTED}; this is Spark {version_text(spark)}: run it on a "
+            "supported Spark (AWS Glue 5, EMR 7, Databricks 15.4 LTS or newer runtimes)")
+    return version
+
+
+def require(spark: "SparkSession | None", minimum: tuple[int, int], feature: str) -> None:
+    """Raise :class:`UnsupportedSparkError` when ``feature`` needs a newer Spark than this one.
+
+    Example: ``compat.require(spark, (4, 0), "the Python data source API")``.
+    """
+    if spark_version(spark) < minimum:
+        raise UnsupportedSparkError(
+            f"{feature} needs Spark {minimum[0]}.{minimum[1]} or newer; this is Spark "
+            f"{version_text(spark)}")
+
+
+def default_parallelism(spark: "SparkSession") -> int:
+    """How many tasks run at once by default (``local[2]``: 2); over Connect, from the conf."""
+    if not is_connect(spark):
+        return int(spark.sparkContext.defaultParallelism)
+    try:
+        return max(1, int(spark.conf.get("spark.default.parallelism", "2") or 2))
+    except (TypeError, ValueError):
+        return 2
+
+
+def parse_type(ddl: str) -> Any:
+    """A Spark ``DataType`` from a DDL type name such as ``"decimal(7,2)"`` or ``"long"``.
+
+    ``DataType.fromDDL`` is Spark 4 only; 3.5 parses through PySpark's own DDL parser (it
+    needs an active SparkContext, as ``fromDDL`` does).  Example: ``compat.parse_type("long")``.
+    """
+    from pyspark.sql.types import DataType
+    from_ddl = getattr(DataType, "fromDDL", None)
+    if from_ddl is not None:
+        return from_ddl(ddl)
+    from pyspark.sql.types import _parse_datatype_string
+    return _parse_datatype_string(ddl)
+
+
+def scala_binary(spark: "SparkSession") -> str:
+    """The Scala binary version of Spark's jars (``"2.12"`` or ``"2.13"``), for package names."""
+    if not is_connect(spark):
+        try:
+            text = spark.sparkContext._jvm.scala.util.Properties.versionNumberString()
+            major, minor = parse_version(text)
+            return f"{major}.{minor}"
+        except Exception:  # noqa: BLE001 - fall back to the default build of this Spark
+            pass
+    return "2.13" if is_spark4(spark) else "2.12"
+
+
+def avro_package(spark: "SparkSession") -> str:
+    """The Maven coordinate of spark-avro for this Spark, e.g.
+    ``org.apache.spark:spark-avro_2.12:3.5.9``."""
+    version = version_text(spark).split("-")[0]
+    return f"org.apache.spark:spark-avro_{scala_binary(spark)}:{version}"
+
+
+def has_data_source(spark: "SparkSession", name: str) -> bool:
+    """Whether Spark can resolve the data source ``name`` (a short name or a class name).
+
+    Example: ``compat.has_data_source(spark, "avro")`` is True only with spark-avro on the
+    classpath.  Over Spark Connect (no JVM here) the answer is False: sparkmark then uses its
+    own readers, which work everywhere.
+    """
+    if is_connect(spark):
+        return False
+    from .jvm import has_data_source as lookup
+    return lookup(spark, name)
+
+
+def xml_package(spark: "SparkSession") -> str:
+    """The Maven coordinate of spark-xml for this Spark 3.5, e.g.
+    ``com.databricks:spark-xml_2.12:0.18.0``."""
+    return f"com.databricks:spark-xml_{scala_binary(spark)}:{SPARK_XML_VERSION}"
+
+
+def xml_format(spark: "SparkSession") -> str:
+    """The reader format for XML on this Spark: built in on 4.x; spark-xml on 3.5.
+
+    Example: ``spark.read.format(compat.xml_format(spark)).option("rowTag", "order")``.
+    Raises :class:`~sparkmark.errors.SourceError` on 3.5 without spark-xml, naming the package.
+    """
+    if is_spark4(spark) or is_connect(spark):
+        return "xml"  # over Connect the server's classpath cannot be checked from here
+    if has_data_source(spark, "xml"):
+        return "xml"  # spark-xml registers the short name "xml"
+    raise SourceError(
+        f"format 'xml' on Spark {version_text(spark)} needs the spark-xml package "
+        f"(com.databricks.spark.xml; XML is built into Spark only from 4.0): start Spark with "
+        f"--packages {xml_package(spark)} (or spark.jars.packages), or on Databricks install "
+        "that Maven library on the cluster; see README, 'Spark versions'")
