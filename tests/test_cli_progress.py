@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import pty
 import subprocess
-import sys
 import time
 from pathlib import Path
 

@@ -134,7 +134,7 @@ def test_run_context_manager_commits_or_records_failure(state_url, clock):
         with Job(None, state=state_url, clock=clock).run("cm", EN) as job:
             job.bookmark("src")
             job.record_read("src", {"n": 2}, {"new_input": True})
-            1 / 0
+            raise ZeroDivisionError("boom")
     rows = _ledger(state_url, "cm")
     assert [r["status"] for r in rows] == ["SUCCEEDED", "FAILED"]
     assert "ZeroDivisionError" in rows[1]["error"]

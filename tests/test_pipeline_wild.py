@@ -255,7 +255,7 @@ def test_job_write_compares_types_modulo_nullability(spark, tmp_path, sqlite_url
     from pyspark.sql import functions as F
     from sparkmark.errors import SinkError
     target = str(tmp_path / "t")
-    for i in range(2):
+    for _i in range(2):
         job = Job(spark, state=sqlite_url, clock=clock).init("nn", EN)
         job.write(spark.range(2).select(F.array("id").alias("a"),
                                         F.struct(F.col("id").alias("x")).alias("s")),

@@ -282,7 +282,7 @@ def test_repeated_runs_properties(spec, runs, max_days):
                 assert progress[m] <= snapshot
                 for d in g[m]:
                     assert progress[d] is not None and progress[m] <= progress[d]
-    for m, ws in history.items():
+    for ws in history.values():
         expect_from = primordial
         for w in ws:
             assert w.from_ts == expect_from          # no gap, no overlap
@@ -491,7 +491,7 @@ def test_rollback_then_restart_is_the_cut(lengths, since, reruns):
 # ---------------------------------------------------------------------- issue 17: ownership
 def _owner_model(writes, target):
     owner = None
-    for order, job, tgt, take in sorted(writes):
+    for _order, job, tgt, take in sorted(writes):
         if tgt.rstrip("/") != target.rstrip("/"):
             continue
         if owner is None or (take == owner and job != owner):

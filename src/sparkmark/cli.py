@@ -44,19 +44,19 @@ def _guard(fn: Callable[[], Any]) -> Any:
         return fn()
     except SparkmarkError as e:
         err.print(f"[bold red]error:[/] {e}", markup=True, highlight=False)
-        raise typer.Exit(e.exit_code)
+        raise typer.Exit(e.exit_code) from None
     except typer.Exit:
         raise
     except KeyboardInterrupt:
         err.print("interrupted")
-        raise typer.Exit(130)
+        raise typer.Exit(130) from None
     except Exception as e:  # noqa: BLE001 - never show a bare traceback to users
         if os.environ.get("SPARKMARK_DEBUG"):
             raise
         first = (str(e).strip().splitlines() or [type(e).__name__])[0][:500]
         err.print(f"[bold red]error:[/] unexpected {type(e).__name__}: {first} "
                   "(set SPARKMARK_DEBUG=1 for the full traceback)")
-        raise typer.Exit(1)
+        raise typer.Exit(1) from None
 
 
 @app.callback()
@@ -274,7 +274,7 @@ def demo(directory: Optional[str] = typer.Option(
         from .demo import run_demo
         ok = run_demo(directory, out)
         if not ok:
-            raise typer.Exit(1)
+            raise typer.Exit(1) from None
     _guard(body)
 
 

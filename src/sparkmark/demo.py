@@ -173,8 +173,8 @@ def files_part(ctx: DemoContext) -> bool:
         ctx.say(f"  rows written: {written}")
         per_run.append((run, written))
     # what should be in the output: every file version once
-    for run, files in schedule.items():
-        for fmt, name, rows, mtime, note in files:
+    for files in schedule.values():
+        for _fmt, _name, rows, _mtime, _note in files:
             expected.extend((r["order_id"], r["amount"]) for r in rows)
     ctx.say(_ledger_table(ctx, run_ids))
 
@@ -252,7 +252,7 @@ def run_demo(directory: str | None, console: Any) -> bool:
     ctx = DemoContext(root=root, state=state, console=console)
     ctx.spark = local_session("sparkmark-demo")
     results = []
-    for title, part in PARTS:
+    for _title, part in PARTS:
         results.append(part(ctx))
     ctx.say("")
     for text, passed in ctx.checks:

@@ -65,7 +65,7 @@ def has_data_source(spark: "SparkSession", name: str) -> bool:
     """
     if not is_classic(spark):
         try:
-            spark.read.format(name).load("file:/nonexistent/sparkmark-probe").schema
+            _ = spark.read.format(name).load("file:/nonexistent/sparkmark-probe").schema
         except Exception as e:  # noqa: BLE001
             text = str(e)
             return "PATH_NOT_FOUND" in text or "does not exist" in text

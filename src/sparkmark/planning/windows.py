@@ -357,8 +357,9 @@ def rollback_cut(runs: Iterable[LedgerRun], *, since_ts: int | None = None,
 
     Only SUCCEEDED/EMPTY runs count.  ``since_ts``: the earliest run with ``until > since``
     gives the cut at its ``from`` (windows are half-open: a ``since`` on a window boundary cuts
-    at that boundary; a ``since`` at or after the last ``until`` undoes nothing).  ``run_id``: the run (module run id or pipeline run id) gives
-    the cut at its ``from``.  Every progress run from there on is rolled back.
+    at that boundary; a ``since`` at or after the last ``until`` undoes nothing).
+    ``run_id``: the run (module run id or pipeline run id) gives the cut at its ``from``.
+    Every progress run from there on is rolled back.
     """
     if (since_ts is None) == (run_id is None):
         raise PipelineError("give exactly one of since (a date) or run_id")

@@ -225,9 +225,9 @@ def changed_files(spark: "SparkSession", files: Sequence[FileEntry]) -> list[str
         by_dir.setdefault(f.path.rsplit("/", 1)[0], []).append(f)
     for d, entries in by_dir.items():
         try:
-            fs = HadoopFS(spark, d)
-            now = {p: (size, mtime) for p, _d, size, mtime
-                   in fs.parse(fs.fs.listStatus(fs.path(d)))}
+            fs = file_system(spark, d)
+            now = {p: (size, mtime) for p, size, mtime
+                   in fs.list_tree(d, descend=lambda _name: False, skip=lambda _name: False)}
         except Exception:  # noqa: BLE001 - the directory is gone: nothing to compare
             continue
         for f in entries:
