@@ -100,13 +100,14 @@ def test_interval_option():
 def test_choose_listing_reasons():
     prev = ListingState(w=5, took=1, full_ts=100, runs=0, roots=roots_hash(["file:/r"]))
     kw = dict(enabled=True, roots=["file:/r"], listing_ts=200, interval=FullInterval(ms=1000),
-              pending=0, has_sketch=True)
+              has_sketch=True)
     assert choose_listing(prev, **kw)[0] == "incremental"
     assert choose_listing(prev, **{**kw, "enabled": False}) == ("full",
                                                                  "incrementalListing is off")
     assert "object store" in choose_listing(prev, **{**kw, "roots": ["s3a://b/k"]})[1]
     assert "paths changed" in choose_listing(prev, **{**kw, "roots": ["file:/x"]})[1]
-    assert "left for later" in choose_listing(prev, **{**kw, "pending": 2})[1]
+    pending = ListingState(**{**prev.__dict__, "pending": 2})
+    assert "left for later" in choose_listing(pending, **kw)[1]
     assert "due" in choose_listing(prev, **{**kw, "listing_ts": 1100})[1]
     assert "sketch" in choose_listing(prev, **{**kw, "has_sketch": False})[1]
 

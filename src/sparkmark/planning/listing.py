@@ -37,7 +37,7 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, NamedTuple, Sequence
 
 from ..errors import ConfigError
 
@@ -51,20 +51,21 @@ _UNIT_MS = {"ms": 1, "s": 1_000, "m": 60_000, "h": 3_600_000, "d": 86_400_000,
             "w": 7 * 86_400_000}
 
 
-@dataclass(frozen=True)
-class DirEntry:
-    """One entry of a directory listing: ``changed`` is the directory change time (mtime, or
-    the later of mtime and ctime where the file system has a ctime)."""
+class DirEntry(NamedTuple):
+    """One entry of a directory listing: ``changed`` is a directory's change time (its mtime,
+    or the later of mtime and ctime where the file system has a ctime); ``name`` the last path
+    component (derived from ``path`` when empty).
+
+    >>> DirEntry("file:/in/dt=1", True, 5, 0, 9).changed
+    9
+    """
 
     path: str
     is_dir: bool
     mtime: int
     size: int = 0
     changed: int | None = None
-
-    @property
-    def name(self) -> str:
-        return self.path.rstrip("/").rsplit("/", 1)[-1]
+    name: str = ""
 
 
 @dataclass(frozen=True)
@@ -123,10 +124,12 @@ class ListingState:
     runs: int = 0
     roots: str = ""
     inner: frozenset[str] = field(default_factory=frozenset)
+    pending: int = 0
 
     def to_element(self) -> dict[str, Any]:
         return {"w": self.w, "took": self.took, "start": self.start, "full_ts": self.full_ts, "runs": self.runs,
-                "roots": self.roots, "inner": sorted(self.inner)}
+                "roots": self.roots, "inner": sorted(self.inner),
+                "pending": self.pending}
 
     @classmethod
     def from_element(cls, element: Mapping[str, Any] | None) -> "ListingState | None":
@@ -140,7 +143,8 @@ class ListingState:
                        start=None if start is None else int(start),
                        full_ts=None if ts is None else int(ts),
                        runs=int(element.get("runs", 0)), roots=str(element.get("roots", "")),
-                       inner=frozenset(str(h) for h in element.get("inner") or ()))
+                       inner=frozenset(str(h) for h in element.get("inner") or ()),
+                       pending=int(element.get("pending", 0)))
         except (TypeError, ValueError):
             return None
 
@@ -149,13 +153,25 @@ def scheme_of(path: str) -> str:
     return path.split(":", 1)[0].lower() if re.match(r"^[A-Za-z][\w+.-]*:", path) else "file"
 
 
+def merge_states(states: Sequence[ListingState]) -> ListingState:
+    """One state for several roots walked one after the other."""
+    if len(states) == 1:
+        return states[0]
+    ws = [s.w for s in states if s.w is not None]
+    starts = [s.start for s in states if s.start is not None]
+    return ListingState(w=max(ws) if ws else None, took=sum(s.took for s in states),
+                        start=min(starts) if starts else None, full_ts=states[0].full_ts,
+                        runs=states[0].runs, roots=states[0].roots,
+                        inner=frozenset().union(*(s.inner for s in states)),
+                        pending=states[0].pending)
+
+
 def choose_listing(previous: ListingState | None, *, enabled: bool, roots: Sequence[str],
-                   listing_ts: int, interval: FullInterval, pending: int,
-                   has_sketch: bool) -> tuple[str, str]:
+                   listing_ts: int, interval: FullInterval, has_sketch: bool) -> tuple[str, str]:
     """``("full" | "incremental", why)`` for this run.
 
     >>> choose_listing(None, enabled=True, roots=["file:/in"], listing_ts=0,
-    ...                interval=FullInterval(runs=3), pending=0, has_sketch=True)
+    ...                interval=FullInterval(runs=3), has_sketch=True)
     ('full', 'no previous listing')
     """
     if not enabled:
@@ -169,8 +185,8 @@ def choose_listing(previous: ListingState | None, *, enabled: bool, roots: Seque
         return "full", "the input paths changed"
     if not has_sketch:
         return "full", "no late-file sketch yet"
-    if pending:
-        return "full", f"{pending} file(s) left for later by the previous run"
+    if previous.pending:
+        return "full", f"{previous.pending} file(s) left for later by the previous run"
     if len(previous.inner) > MAX_INNER:
         return "full", f"more than {MAX_INNER} directories hold directories"
     if interval.due(previous.runs, listing_ts - previous.full_ts):
@@ -212,7 +228,8 @@ def threshold_of(previous: ListingState, margin_ms: int) -> int:
 def walk(roots: Sequence[str], list_level: Callable[[list[str]], Iterable[tuple[str,
          Sequence[DirEntry]]]], *, recurse: bool, previous: ListingState | None,
          mode: str, listing_ts: int, started_ms: int | None = None, margin_ms: int = 0,
-         took_ms: Callable[[], int] | None = None) -> WalkResult:
+         took_ms: Callable[[], int] | None = None, roots_key: Sequence[str] | None = None
+         ) -> WalkResult:
     """List the directory trees under ``roots`` level by level.
 
     ``list_level(dirs)`` returns ``(dir, entries)`` for each directory (one call per depth, so a
@@ -237,7 +254,7 @@ def walk(roots: Sequence[str], list_level: Callable[[list[str]], Iterable[tuple[
             listed += 1
             has_dirs = False
             for e in entries:
-                name = e.name
+                name = e.name or e.path.rstrip("/").rsplit("/", 1)[-1]
                 if hidden(name):
                     continue
                 if not e.is_dir:
@@ -260,6 +277,7 @@ def walk(roots: Sequence[str], list_level: Callable[[list[str]], Iterable[tuple[
         full_ts, runs = listing_ts, 0
     state = ListingState(w=0 if w is None else w, took=took_ms() if took_ms else 0,
                          start=started_ms,
-                         full_ts=full_ts, runs=runs, roots=roots_hash(roots),
+                         full_ts=full_ts, runs=runs,
+                         roots=roots_hash(roots if roots_key is None else roots_key),
                          inner=frozenset(inner))
     return WalkResult(files=files, dirs_listed=listed, state=state)
