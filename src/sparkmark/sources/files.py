@@ -23,14 +23,21 @@ given schema the action that consumes the DataFrame fails, e.g. ``job.write`` ra
 """
 from __future__ import annotations
 
+import functools
 import json
-import os
+import logging
 import re
-from typing import TYPE_CHECKING, Any, Sequence
+import time
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from ..errors import ConfigError, SourceError
 from ..planning.bands import (BandOptions, BandState, FileEntry, excluded, glob_to_regex,
                               plan_all, plan_band, plan_replay, split_options)
+from ..planning.latefiles import SAMPLE, LatePlan, SettledSketch, plan_late
+from ..planning.listing import ListingState, choose_listing, margin_for, merge_states, walk
+from .dirlisting import hadoop_level, local_level, statuses_via
+
+log = logging.getLogger("sparkmark")
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -124,31 +131,32 @@ def _first_line(e: BaseException) -> str:
 
 
 # ---------------------------------------------------------------------- listing
-def _hidden(name: str) -> bool:
-    """Spark's rule for files and directories it skips."""
-    return ((name.startswith("_") and "=" not in name) or name.startswith(".")
-            or name.endswith("._COPYING_"))
-
-
 class Listing:
-    """The files under one or more roots, with the base path of each file's root."""
+    """The files under one or more roots, with the base path of each file's root, and how they
+    were listed (``mode`` full | incremental, ``dirs_listed``, the next ``state``)."""
 
     def __init__(self) -> None:
         self.entries: list[FileEntry] = []
         self.base_of: dict[str, str | None] = {}  # file path -> basePath (None: a file root)
         self.roots: list[str] = []
+        self.mode = "full"
+        self.dirs_listed = 0
+        self.state: ListingState | None = None
 
 
 def list_inputs(spark: "SparkSession", paths: Sequence[str], opts: BandOptions, *,
-                fast_local: bool = True) -> Listing:
+                fast_local: bool = True,
+                decide: Callable[[list[str]], tuple[str, ListingState | None]] | None = None
+                ) -> Listing:
+    """List the files under ``paths``.  ``decide(roots)`` (given the qualified roots) returns
+    the listing mode and the previous listing state; without it the listing is full."""
     patterns = [glob_to_regex(g) for g in opts.exclusions]
     out = Listing()
-    jvm = spark.sparkContext._jvm
-    conf = spark.sparkContext._jsc.hadoopConfiguration()
+    resolved: list[tuple[str, Any, list[tuple[str, bool, int, int]]]] = []
     for raw in paths:
         try:
-            jpath = jvm.org.apache.hadoop.fs.Path(raw)
-            fs = jpath.getFileSystem(conf)
+            jpath = spark.sparkContext._jvm.org.apache.hadoop.fs.Path(raw)
+            fs = jpath.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
             qualified = fs.makeQualified(jpath)
         except Exception as e:  # noqa: BLE001 - bad scheme, bad URI
             raise SourceError(f"cannot open input path {raw!r}: {_first_line(e)}; check the "
@@ -165,80 +173,41 @@ def list_inputs(spark: "SparkSession", paths: Sequence[str], opts: BandOptions, 
         if not found:
             raise SourceError(f"input path {raw!r} does not exist (or matches no file); check "
                               "the path, or create the directory before the first run")
+        resolved.append((raw, fs, found))
+    roots = [path for _, _, found in resolved for path, _, _, _ in found]
+    out.roots = roots
+    mode, previous = decide(roots) if decide is not None else ("full", None)
+    margin = margin_for(roots)
+    states = []
+    for raw, fs, found in resolved:
         for path, is_dir, size, mtime in found:
-            out.roots.append(path)
             if not is_dir:
                 out.entries.append(FileEntry(mtime=mtime, path=path, size=size))
                 out.base_of[path] = None
                 continue
             if fast_local and path.startswith("file:/"):
-                files = _list_local(path, opts.recurse)
+                lister = functools.partial(local_level, recurse=opts.recurse)
             else:
-                files = _list_hadoop(spark, fs, path, opts.recurse)
+                lister = hadoop_level(statuses_via(spark, fs, _parse_statuses), path)
+            t0 = time.monotonic()
+            res = walk([path], lister, recurse=opts.recurse, previous=previous, mode=mode,
+                       listing_ts=0, started_ms=int(time.time() * 1000), margin_ms=margin,
+                       took_ms=lambda t0=t0: int((time.monotonic() - t0) * 1000) + 1,
+                       roots_key=roots)
+            states.append(res.state)
+            out.dirs_listed += res.dirs_listed
             root = path.rstrip("/")
-            for fpath, size_, mtime_ in files:
-                rel = fpath[len(root) + 1:]
-                if patterns and excluded(fpath, rel, patterns):
+            cut = len(root) + 1
+            entries, base_of = out.entries, out.base_of
+            for e in res.files:
+                fpath = e.path
+                if patterns and excluded(fpath, fpath[cut:], patterns):
                     continue
-                out.entries.append(FileEntry(mtime=mtime_, path=fpath, size=size_))
-                out.base_of[fpath] = root
-    return out
-
-
-def _list_local(root: str, recurse: bool) -> list[tuple[str, int, int]]:
-    """``os.scandir`` walk of a ``file:`` directory, same answers as Hadoop's local FS."""
-    out = []
-    prefix = "file:"
-    stack = [root[len(prefix):]]
-    while stack:
-        d = stack.pop()
-        try:
-            it = os.scandir(d)
-        except OSError as e:
-            raise SourceError(f"cannot list directory {d}: {e.strerror}; check its "
-                              "permissions") from None
-        with it:
-            for ent in it:
-                name = ent.name
-                if _hidden(name):
-                    continue
-                try:
-                    if ent.is_dir():
-                        if recurse or "=" in name:
-                            stack.append(f"{d.rstrip('/')}/{name}")
-                        continue
-                    st = ent.stat()
-                except FileNotFoundError:
-                    continue  # removed while listing
-                out.append((f"{prefix}{d.rstrip('/')}/{name}", st.st_size,
-                            st.st_mtime_ns // 1_000_000))
-    return out
-
-
-def _list_hadoop(spark: "SparkSession", fs, root: str, recurse: bool) -> list[tuple[str, int, int]]:
-    """Level by level: one ``listStatus(Path[])`` call per depth, not per file."""
-    jvm = spark.sparkContext._jvm
-    gateway = spark.sparkContext._gateway
-    out = []
-    level = [root]
-    while level:
-        arr = gateway.new_array(jvm.org.apache.hadoop.fs.Path, len(level))
-        for i, d in enumerate(level):
-            arr[i] = jvm.org.apache.hadoop.fs.Path(d)
-        try:
-            statuses = fs.listStatus(arr)
-        except Exception as e:  # noqa: BLE001
-            raise SourceError(f"cannot list {root}: {_first_line(e)}") from None
-        level = []
-        for path, is_dir, size, mtime in _parse_statuses(spark, statuses):
-            name = path.rstrip("/").rsplit("/", 1)[-1]
-            if _hidden(name):
-                continue
-            if is_dir:
-                if recurse or "=" in name:
-                    level.append(path)
-            else:
-                out.append((path, size, mtime))
+                entries.append(FileEntry(e.mtime, fpath, e.size))
+                base_of[fpath] = root
+    out.mode = mode
+    if states:
+        out.state = merge_states(states)
     return out
 
 
@@ -420,48 +389,113 @@ def read_files(job: "Job", path: str | Sequence[str], *, format: str = "json",
     band_opts, rest = split_options(options)
     opts, schema = reader_options(fmt, rest)
     paths = _as_paths(path)
-    listing = list_inputs(job.spark, paths, band_opts)
 
     bookmark = job._bookmark_for(transformation_ctx)
     try:
+        replay = bookmark is not None and job.args is not None and job.args.from_run is not None
+        incremental = bookmark is not None and not replay
+        previous = BandState.from_element(bookmark.previous) if bookmark is not None else None
+        sketch = (SettledSketch.from_element(previous.extra.get("late"))
+                  if incremental and previous is not None else None)
+        why = "bookmarks off" if not incremental else ""
+
+        def decide(roots: list[str]) -> tuple[str, ListingState | None]:
+            nonlocal why
+            if not incremental:
+                return "full", None
+            prev = (ListingState.from_element(previous.extra.get("listing"))
+                    if previous is not None else None)
+            mode, why = choose_listing(prev, enabled=band_opts.incremental_listing, roots=roots,
+                                       listing_ts=bookmark.listing_ts,
+                                       interval=band_opts.full_listing_interval,
+                                       has_sketch=sketch is not None)
+            return mode, prev
+
+        listing = list_inputs(job.spark, paths, band_opts, decide=decide)
         info: dict[str, Any] = {"format": fmt, "path": paths if len(paths) > 1 else paths[0]}
-        previous = None
+        late: LatePlan | None = None
         if bookmark is None:
             selected = plan_all(listing.entries)
             info["read"] = "all"
-        elif job.args is not None and job.args.from_run is not None:  # pause with from/to
-            previous = BandState.from_element(bookmark.previous)
+        elif replay:  # pause with from/to
             upper = BandState.from_element(bookmark.upper)
-            selected = plan_replay(listing.entries, previous, upper)
+            selected = list(plan_replay(listing.entries, previous, upper))
             info["read"] = "replay"
         else:
-            previous = BandState.from_element(bookmark.previous)
             plan = plan_band(listing.entries, previous, bookmark.listing_ts, band_opts)
             selected = list(plan.selected)
             info.update(plan.info())
             info["read"] = "incremental"
+            late = plan_late(listing.entries, previous.low if previous else None, sketch,
+                             previous.files if previous else {}, plan.selected, plan.state.low,
+                             full=listing.mode == "full")
+            selected = _apply_late(band_opts.late_files, late, selected, info, paths)
         fallback = _stored_schema(previous)
         df = load(job.spark, fmt, selected, listing, opts, schema, fallback)
-        info.setdefault("files", len(selected))
-        info.setdefault("bytes", sum(f.size for f in selected))
+        info["files"] = len(selected)
+        info["bytes"] = sum(f.size for f in selected)
         info["new_input"] = bool(selected)
+        info["listing"] = listing.mode
+        if why:
+            info["listing_reason"] = why
+        info["dirs_listed"] = listing.dirs_listed
         info["listed"] = len(listing.entries)
         info["sample"] = [f.path.rsplit("/", 1)[-1] for f in selected[:10]]
-        if bookmark is None or info["read"] == "replay":
+        if bookmark is None or replay:
             # nothing to save: disabled, no ctx, or pause with from/to (never saved)
             job._note_source(transformation_ctx, info)
         else:
-            state = plan.state
+            assert late is not None
+            extra = {**dict(plan.state.extra), "late": late.sketch.to_element()}
+            if listing.state is not None:
+                pending = plan.deferred + plan.waiting
+                extra["listing"] = ListingState(**{**listing.state.__dict__,
+                                                   "pending": pending}).to_element()
             if df.columns:  # the columns an empty run returns (see docs/files.md)
-                state = BandState(low=state.low, high=state.high, listing_ts=state.listing_ts,
-                                  band=state.band, files=state.files,
-                                  extra={**dict(state.extra), "schema": df.schema.json()})
+                extra["schema"] = df.schema.json()
+            state = BandState(low=plan.state.low, high=plan.state.high,
+                              listing_ts=plan.state.listing_ts, band=plan.state.band,
+                              files=plan.state.files, extra=extra)
             job._stage_state(transformation_ctx, state.to_element(), info)
         return df
     except BaseException:
         if transformation_ctx is not None:
             job._sources.pop(transformation_ctx, None)
         raise
+
+
+def _apply_late(mode: str, late: LatePlan, selected: list[FileEntry], info: dict[str, Any],
+                paths: Sequence[str]) -> list[FileEntry]:
+    """``lateFiles``: report (warn), read once (read), fail the run (fail) or say nothing."""
+    if mode == "ignore":
+        return selected
+    info.update(late.info())
+    where = paths[0] if len(paths) == 1 else f"{len(paths)} paths"
+    if late.overflow:
+        text = (f"the settled files under {where} changed in more ways than the late-file "
+                "sketch can name (many files deleted or added with old modification times); "
+                "late files, if any, cannot be listed this run")
+        if mode == "fail":
+            raise SourceError(text + "; check the input, then run with lateFiles=warn once "
+                              "to accept the current listing")
+        log.warning("sparkmark: %s", text)
+        return selected
+    if not late.count:
+        return selected
+    names = [f.path for f in late.late[:SAMPLE]]
+    more = f" (and {late.count - len(names)} more)" if late.count > len(names) else ""
+    if mode == "fail":
+        raise SourceError(
+            f"{late.count} late file(s) under {where}: their modification time is at or below "
+            f"the bookmark's low watermark, so the band rule would never read them: "
+            f"{', '.join(names)}{more}; read them once with lateFiles=read, or accept skipping "
+            "them with lateFiles=warn")
+    if mode == "read":
+        return sorted(set(selected) | set(late.late))
+    log.warning("sparkmark: %d late file(s) under %s not read (mtime at or below the "
+                "bookmark's low; lateFiles=read reads them): %s%s", late.count, where,
+                ", ".join(names), more)
+    return selected
 
 
 def _stored_schema(state: BandState | None):
