@@ -146,8 +146,8 @@ class Listing:
 
 def list_inputs(spark: "SparkSession", paths: Sequence[str], opts: BandOptions, *,
                 fast_local: bool = True,
-                decide: Callable[[list[str]], tuple[str, ListingState | None]] | None = None
-                ) -> Listing:
+                decide: Callable[[list[str]], tuple[str, ListingState | None]] | None = None,
+                listing_ts: int = 0) -> Listing:
     """List the files under ``paths``.  ``decide(roots)`` (given the qualified roots) returns
     the listing mode and the previous listing state; without it the listing is full."""
     patterns = [glob_to_regex(g) for g in opts.exclusions]
@@ -191,7 +191,8 @@ def list_inputs(spark: "SparkSession", paths: Sequence[str], opts: BandOptions, 
                 lister = hadoop_level(statuses_via(spark, fs, _parse_statuses), path)
             t0 = time.monotonic()
             res = walk([path], lister, recurse=opts.recurse, previous=previous, mode=mode,
-                       listing_ts=0, started_ms=int(time.time() * 1000), margin_ms=margin,
+                       listing_ts=listing_ts, started_ms=int(time.time() * 1000),
+                       margin_ms=margin,
                        took_ms=lambda t0=t0: int((time.monotonic() - t0) * 1000) + 1,
                        roots_key=roots)
             states.append(res.state)
@@ -411,7 +412,8 @@ def read_files(job: "Job", path: str | Sequence[str], *, format: str = "json",
                                        has_sketch=sketch is not None)
             return mode, prev
 
-        listing = list_inputs(job.spark, paths, band_opts, decide=decide)
+        listing = list_inputs(job.spark, paths, band_opts, decide=decide,
+                              listing_ts=bookmark.listing_ts if incremental else 0)
         info: dict[str, Any] = {"format": fmt, "path": paths if len(paths) > 1 else paths[0]}
         late: LatePlan | None = None
         if bookmark is None:
