@@ -16,6 +16,7 @@ import os
 from typing import Any, Callable, Iterator, Sequence
 
 from ..errors import SourceError
+from ..jvm import java_error_text
 from ..planning.listing import DirEntry, enter, hidden
 
 _MS = 1_000_000
@@ -66,8 +67,7 @@ def hadoop_level(list_status: Callable[[list[str]], list[tuple[str, bool, int, i
         except SourceError:
             raise
         except Exception as e:  # noqa: BLE001 - a Java error from the file system
-            from .files import _first_line
-            raise SourceError(f"cannot list {where}: {_first_line(e)}") from None
+            raise SourceError(f"cannot list {where}: {java_error_text(e)}") from None
         groups: dict[str, list[DirEntry]] = {d.rstrip("/"): [] for d in dirs}
         for path, is_dir, size, mtime in statuses:
             parent, _, name = path.rstrip("/").rpartition("/")
@@ -76,17 +76,3 @@ def hadoop_level(list_status: Callable[[list[str]], list[tuple[str, bool, int, i
         for d in dirs:
             yield d, groups.get(d.rstrip("/"), [])
     return level
-
-
-def statuses_via(spark: Any, fs: Any, parse: Callable[[Any, Any], list]) -> Callable[
-        [list[str]], list[tuple[str, bool, int, int]]]:
-    """``list_status`` for :func:`hadoop_level` from a Hadoop FileSystem ``fs``."""
-    jvm = spark.sparkContext._jvm
-    gateway = spark.sparkContext._gateway
-
-    def list_status(dirs: list[str]) -> list[tuple[str, bool, int, int]]:
-        arr = gateway.new_array(jvm.org.apache.hadoop.fs.Path, len(dirs))
-        for i, d in enumerate(dirs):
-            arr[i] = jvm.org.apache.hadoop.fs.Path(d)
-        return parse(spark, fs.listStatus(arr))
-    return list_status

@@ -31,25 +31,23 @@ import time
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from ..errors import ConfigError, SourceError
+from ..formats import PARSED_FORMATS, READ_FORMATS
+from ..fs import HadoopFS
+from ..jvm import has_data_source, java_error_text
 from ..planning.bands import (BandOptions, BandState, FileEntry, excluded, glob_to_regex,
                               plan_all, plan_band, plan_replay, split_options)
 from ..planning.latefiles import SAMPLE, LatePlan, SettledSketch, plan_late
 from ..planning.listing import ListingState, choose_listing, margin_for, merge_states, walk
-from .dirlisting import hadoop_level, local_level, statuses_via
+from ..run import ReadMode, RunContext
+from .dirlisting import hadoop_level, local_level
 
 log = logging.getLogger("sparkmark")
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-    from ..job import Job
-
-FORMATS = ("json", "csv", "parquet", "orc", "avro", "xml", "text")
-_PARSED_FORMATS = ("json", "csv", "xml")
+FORMATS = READ_FORMATS
 _GLOB_CHARS = re.compile(r"[*?\[{]")
-_STATUS = re.compile(
-    r"\{path=(.*?); isDirectory=(true|false)(?:; length=(\d+))?.*?; modification_time=(-?\d+);",
-    re.DOTALL)
 
 
 # ---------------------------------------------------------------------- options
@@ -81,7 +79,7 @@ def reader_options(fmt: str, options: dict[str, Any]) -> tuple[dict[str, str], A
     if fmt == "xml" and not any(k.lower() == "rowtag" for k in opts):
         raise ConfigError("format 'xml' needs the rowTag option (the element that is one row), "
                           "e.g. options={'rowTag': 'order'}")
-    if fmt in _PARSED_FORMATS and not any(k.lower() == "mode" for k in opts):
+    if fmt in PARSED_FORMATS and not any(k.lower() == "mode" for k in opts):
         opts["mode"] = "FAILFAST"
     if schema is not None and not isinstance(schema, StructType):
         schema = _parse_schema(schema)
@@ -97,37 +95,13 @@ def _parse_schema(schema: Any):
         from pyspark.sql.types import _parse_datatype_string
         parsed = _parse_datatype_string(text)
     except Exception as e:  # noqa: BLE001 - any parse failure is the user's schema
-        raise ConfigError(f"option schema {text[:200]!r} cannot be parsed ({_first_line(e)}); "
+        raise ConfigError(f"option schema {text[:200]!r} cannot be parsed ({java_error_text(e)}); "
                           "give a DDL string such as 'id INT, name STRING' or a StructType") \
             from None
     if not isinstance(parsed, StructType):
         raise ConfigError(f"option schema {text[:200]!r} is not a list of columns; give a DDL "
                           "string such as 'id INT, name STRING'")
     return parsed
-
-
-def _first_line(e: BaseException) -> str:
-    """The useful part of a Spark/py4j error: the Java exception's messages, not the trace."""
-    java = getattr(e, "java_exception", None)
-    if java is not None:
-        try:
-            messages = []
-            cause = java
-            while cause is not None and len(messages) < 4:
-                msg = cause.getMessage()
-                if msg and msg not in messages:
-                    messages.append(str(msg).strip().splitlines()[0])
-                cause = cause.getCause()
-            if messages:
-                return " <- ".join(messages)[:800]
-        except Exception:  # noqa: BLE001 - fall back to the text
-            pass
-    text = str(e).strip()
-    for line in text.splitlines():
-        line = line.strip()
-        if line and not line.startswith(("at ", "JVM stacktrace")):
-            return line[:500]
-    return type(e).__name__
 
 
 # ---------------------------------------------------------------------- listing
@@ -148,47 +122,46 @@ def list_inputs(spark: "SparkSession", paths: Sequence[str], opts: BandOptions, 
                 fast_local: bool = True,
                 decide: Callable[[list[str]], tuple[str, ListingState | None]] | None = None,
                 listing_ts: int = 0) -> Listing:
-    """List the files under ``paths``.  ``decide(roots)`` (given the qualified roots) returns
-    the listing mode and the previous listing state; without it the listing is full."""
+    """List the files under ``paths`` with :func:`sparkmark.planning.listing.walk`.
+
+    ``decide(roots)`` (given the qualified roots) returns the listing mode (full |
+    incremental) and the previous listing state; without it the listing is full.
+
+    Example: ``list_inputs(spark, ["data/in"], BandOptions()).entries``
+    """
     patterns = [glob_to_regex(g) for g in opts.exclusions]
     out = Listing()
-    resolved: list[tuple[str, Any, list[tuple[str, bool, int, int]]]] = []
+    resolved: list[tuple[HadoopFS, list[tuple[str, bool, int, int]]]] = []
     for raw in paths:
         try:
-            jpath = spark.sparkContext._jvm.org.apache.hadoop.fs.Path(raw)
-            fs = jpath.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
-            qualified = fs.makeQualified(jpath)
+            fs = HadoopFS(spark, raw)
+            qualified = fs.qualify(raw)
         except Exception as e:  # noqa: BLE001 - bad scheme, bad URI
-            raise SourceError(f"cannot open input path {raw!r}: {_first_line(e)}; check the "
+            raise SourceError(f"cannot open input path {raw!r}: {java_error_text(e)}; check the "
                               "path and its scheme (file:, hdfs:, s3a:, ...)") from None
         try:
-            if _GLOB_CHARS.search(raw):
-                matches = fs.globStatus(qualified)
-                found = [] if matches is None else _parse_statuses(spark, matches)
-            else:
-                found = (_parse_statuses(spark, [fs.getFileStatus(qualified)])
-                         if fs.exists(qualified) else [])
+            found = fs.glob(qualified) if _GLOB_CHARS.search(raw) else fs.status_of(qualified)
         except Exception as e:  # noqa: BLE001
-            raise SourceError(f"cannot list input path {raw!r}: {_first_line(e)}") from None
+            raise SourceError(f"cannot list input path {raw!r}: {java_error_text(e)}") from None
         if not found:
             raise SourceError(f"input path {raw!r} does not exist (or matches no file); check "
                               "the path, or create the directory before the first run")
-        resolved.append((raw, fs, found))
-    roots = [path for _, _, found in resolved for path, _, _, _ in found]
+        resolved.append((fs, found))
+    roots = [path for _, found in resolved for path, _, _, _ in found]
     out.roots = roots
     mode, previous = decide(roots) if decide is not None else ("full", None)
     margin = margin_for(roots)
     states = []
-    for raw, fs, found in resolved:
+    for fs, found in resolved:
         for path, is_dir, size, mtime in found:
             if not is_dir:
                 out.entries.append(FileEntry(mtime=mtime, path=path, size=size))
                 out.base_of[path] = None
                 continue
             if fast_local and path.startswith("file:/"):
-                lister = functools.partial(local_level, recurse=opts.recurse)
+                lister: Callable = functools.partial(local_level, recurse=opts.recurse)
             else:
-                lister = hadoop_level(statuses_via(spark, fs, _parse_statuses), path)
+                lister = hadoop_level(fs.list_level, path)
             t0 = time.monotonic()
             res = walk([path], lister, recurse=opts.recurse, previous=previous, mode=mode,
                        listing_ts=listing_ts, started_ms=int(time.time() * 1000),
@@ -212,51 +185,10 @@ def list_inputs(spark: "SparkSession", paths: Sequence[str], opts: BandOptions, 
     return out
 
 
-def _parse_statuses(spark: "SparkSession", statuses) -> list[tuple[str, bool, int, int]]:
-    """FileStatus objects to (path, is_dir, size, mtime) with O(1) py4j calls.
-
-    ``Arrays.toString`` renders every status in the JVM (``FileStatus{path=...; isDirectory=...;
-    length=...; ... modification_time=...; ...}``); if the rendering cannot be parsed (an odd
-    file system or path) the statuses are read one by one instead.
-    """
-    if isinstance(statuses, list):
-        return [_status_slow(s) for s in statuses]
-    n = len(statuses)
-    if n == 0:
-        return []
-    sc = spark.sparkContext
-    jvm = sc._jvm
-    try:
-        cls = sc._gateway.new_array(jvm.java.lang.Class, 1)
-        cls[0] = jvm.java.lang.Class.forName("[Ljava.lang.Object;")
-        method = jvm.java.lang.Class.forName("java.util.Arrays").getMethod("toString", cls)
-        args = sc._gateway.new_array(jvm.java.lang.Object, 1)
-        args[0] = statuses
-        text = method.invoke(None, args)
-        parsed = [(p, d == "true", int(size or 0), int(m))
-                  for p, d, size, m in _STATUS.findall(text)]
-        if len(parsed) == n:
-            return parsed
-    except Exception:  # noqa: BLE001 - fall back to the per-status path below
-        pass
-    return [_status_slow(statuses[i]) for i in range(n)]
-
-
-def _status_slow(st) -> tuple[str, bool, int, int]:
-    return (st.getPath().toString(), bool(st.isDirectory()), int(st.getLen()),
-            int(st.getModificationTime()))
-
-
 # ---------------------------------------------------------------------- reading
 def has_spark_avro(spark: "SparkSession") -> bool:
     """Whether Spark's ``avro`` data source (the spark-avro module) can be looked up."""
-    jvm = spark.sparkContext._jvm
-    try:
-        jvm.org.apache.spark.sql.execution.datasources.DataSource.lookupDataSource(
-            "avro", spark._jsparkSession.sessionState().conf())
-        return True
-    except Exception:  # noqa: BLE001 - AVRO_DATA_SOURCE_NOT_ENABLED
-        return False
+    return has_data_source(spark, "avro")
 
 
 _registered: set[int] = set()
@@ -298,7 +230,7 @@ def load(spark: "SparkSession", fmt: str, files: Sequence[FileEntry], listing: L
                 frames.append(reader.load(paths))
         except Exception as e:  # noqa: BLE001
             raise SourceError(f"cannot read the {fmt} input ({len(paths)} new file(s) under "
-                              f"{base or paths[0]}): {_first_line(e)}; fix or remove the file, "
+                              f"{base or paths[0]}): {java_error_text(e)}; fix or remove the file, "
                               "or see docs/files.md for PERMISSIVE/ignoreCorruptFiles") from None
     df = frames[0]
     for other in frames[1:]:
@@ -351,7 +283,7 @@ def _load_avro_fallback(spark, paths: list[str], base: str | None, schema, opts)
                               "reader cannot map it, use spark-avro") from None
         except Exception as e:  # noqa: BLE001
             if not ignore:
-                raise SourceError(f"cannot read avro file {paths[0]}: {_first_line(e)}; fix or "
+                raise SourceError(f"cannot read avro file {paths[0]}: {java_error_text(e)}; fix or "
                                   "remove the file") from None
     _register_avro(spark)
     parts = max(1, min(len(paths), spark.sparkContext.defaultParallelism * 2))
@@ -365,7 +297,7 @@ def _load_avro_fallback(spark, paths: list[str], base: str | None, schema, opts)
         return reader.load()
     except Exception as e:  # noqa: BLE001
         raise SourceError(f"cannot read the avro input under {base or paths[0]}: "
-                          f"{_first_line(e)}") from None
+                          f"{java_error_text(e)}") from None
 
 
 # ---------------------------------------------------------------------- the source
@@ -381,89 +313,83 @@ def _as_paths(path: Any) -> list[str]:
     return [p.strip() for p in paths]
 
 
-def read_files(job: "Job", path: str | Sequence[str], *, format: str = "json",
+def read_files(run: RunContext, path: str | Sequence[str], *, format: str = "json",
                transformation_ctx: str | None = None,
                options: dict[str, Any] | None = None) -> "DataFrame":
-    """The new input under ``path`` as a DataFrame (SPEC §2, §3). See the module docstring."""
-    job._require_active("read")
+    """The new input under ``path`` as a DataFrame (SPEC §2, §3). See the module docstring.
+
+    Example: ``read_files(job, "in/orders", format="json", transformation_ctx="src")``
+    """
     fmt = check_format(format)
     band_opts, rest = split_options(options)
     opts, schema = reader_options(fmt, rest)
     paths = _as_paths(path)
 
-    bookmark = job._bookmark_for(transformation_ctx)
-    try:
-        replay = bookmark is not None and job.args is not None and job.args.from_run is not None
-        incremental = bookmark is not None and not replay
-        previous = BandState.from_element(bookmark.previous) if bookmark is not None else None
-        sketch = (SettledSketch.from_element(previous.extra.get("late"))
-                  if incremental and previous is not None else None)
-        why = "bookmarks off" if not incremental else ""
+    bookmark = run.bookmark(transformation_ctx)
+    incremental = bookmark.mode is ReadMode.INCREMENTAL
+    previous = (BandState.from_element(bookmark.previous)
+                if bookmark.mode is not ReadMode.ALL else None)
+    sketch = (SettledSketch.from_element(previous.extra.get("late"))
+              if incremental and previous is not None else None)
+    why = "" if incremental else "bookmarks off" if bookmark.mode is ReadMode.ALL else "replay"
 
-        def decide(roots: list[str]) -> tuple[str, ListingState | None]:
-            nonlocal why
-            if not incremental:
-                return "full", None
-            prev = (ListingState.from_element(previous.extra.get("listing"))
-                    if previous is not None else None)
-            mode, why = choose_listing(prev, enabled=band_opts.incremental_listing, roots=roots,
-                                       listing_ts=bookmark.listing_ts,
-                                       interval=band_opts.full_listing_interval,
-                                       has_sketch=sketch is not None)
-            return mode, prev
+    def decide(roots: list[str]) -> tuple[str, ListingState | None]:
+        nonlocal why
+        if not incremental:
+            return "full", None
+        prev = (ListingState.from_element(previous.extra.get("listing"))
+                if previous is not None else None)
+        mode, why = choose_listing(prev, enabled=band_opts.incremental_listing, roots=roots,
+                                   listing_ts=int(bookmark.listing_ts or 0),
+                                   interval=band_opts.full_listing_interval,
+                                   has_sketch=sketch is not None)
+        return mode, prev
 
-        listing = list_inputs(job.spark, paths, band_opts, decide=decide,
-                              listing_ts=bookmark.listing_ts if incremental else 0)
-        info: dict[str, Any] = {"format": fmt, "path": paths if len(paths) > 1 else paths[0]}
-        late: LatePlan | None = None
-        if bookmark is None:
-            selected = plan_all(listing.entries)
-            info["read"] = "all"
-        elif replay:  # pause with from/to
-            upper = BandState.from_element(bookmark.upper)
-            selected = list(plan_replay(listing.entries, previous, upper))
-            info["read"] = "replay"
-        else:
-            plan = plan_band(listing.entries, previous, bookmark.listing_ts, band_opts)
-            selected = list(plan.selected)
-            info.update(plan.info())
-            info["read"] = "incremental"
-            late = plan_late(listing.entries, previous.low if previous else None, sketch,
-                             previous.files if previous else {}, plan.selected, plan.state.low,
-                             full=listing.mode == "full")
-            selected = _apply_late(band_opts.late_files, late, selected, info, paths)
-        fallback = _stored_schema(previous)
-        df = load(job.spark, fmt, selected, listing, opts, schema, fallback)
-        info["files"] = len(selected)
-        info["bytes"] = sum(f.size for f in selected)
-        info["new_input"] = bool(selected)
-        info["listing"] = listing.mode
-        if why:
-            info["listing_reason"] = why
-        info["dirs_listed"] = listing.dirs_listed
-        info["listed"] = len(listing.entries)
-        info["sample"] = [f.path.rsplit("/", 1)[-1] for f in selected[:10]]
-        if bookmark is None or replay:
-            # nothing to save: disabled, no ctx, or pause with from/to (never saved)
-            job._note_source(transformation_ctx, info)
-        else:
-            assert late is not None
-            extra = {**dict(plan.state.extra), "late": late.sketch.to_element()}
-            if listing.state is not None:
-                pending = plan.deferred + plan.waiting
-                extra["listing"] = ListingState(**{**listing.state.__dict__,
-                                                   "pending": pending}).to_element()
-            if df.columns:  # the columns an empty run returns (see docs/files.md)
-                extra["schema"] = df.schema.json()
-            state = BandState(low=plan.state.low, high=plan.state.high,
-                              listing_ts=plan.state.listing_ts, band=plan.state.band,
-                              files=plan.state.files, extra=extra)
-            job._stage_state(transformation_ctx, state.to_element(), info)
-        return df
-    except BaseException:
-        if transformation_ctx is not None:
-            job._sources.pop(transformation_ctx, None)
-        raise
+    listing = list_inputs(run.spark, paths, band_opts, decide=decide,
+                          listing_ts=int(bookmark.listing_ts or 0))
+    info: dict[str, Any] = {"format": fmt, "path": paths if len(paths) > 1 else paths[0],
+                            "read": str(bookmark.mode)}
+    plan = None
+    late: LatePlan | None = None
+    selected: list[FileEntry]
+    if bookmark.mode is ReadMode.ALL:
+        selected = list(plan_all(listing.entries))
+    elif bookmark.mode is ReadMode.REPLAY:
+        selected = list(plan_replay(listing.entries, previous,
+                                    BandState.from_element(bookmark.upper)))
+    else:
+        assert bookmark.listing_ts is not None  # set for every incremental bookmark
+        plan = plan_band(listing.entries, previous, bookmark.listing_ts, band_opts)
+        selected = list(plan.selected)
+        info.update(plan.info())
+        late = plan_late(listing.entries, previous.low if previous else None, sketch,
+                         previous.files if previous else {}, plan.selected, plan.state.low,
+                         full=listing.mode == "full")
+        selected = _apply_late(band_opts.late_files, late, selected, info, paths)
+    df = load(run.spark, fmt, selected, listing, opts, schema, _stored_schema(previous))
+    info["files"] = len(selected)
+    info["bytes"] = sum(f.size for f in selected)
+    info["new_input"] = bool(selected)
+    info["listing"] = listing.mode
+    if why:
+        info["listing_reason"] = why
+    info["dirs_listed"] = listing.dirs_listed
+    info["listed"] = len(listing.entries)
+    info["sample"] = [f.path.rsplit("/", 1)[-1] for f in selected[:10]]
+    element = None
+    if plan is not None and late is not None:  # incremental: the element to commit
+        extra = {**dict(plan.state.extra), "late": late.sketch.to_element()}
+        if listing.state is not None:
+            extra["listing"] = ListingState(**{**listing.state.__dict__,
+                                               "pending": plan.deferred + plan.waiting}
+                                            ).to_element()
+        if df.columns:  # the columns an empty run returns (see docs/files.md)
+            extra["schema"] = df.schema.json()
+        element = BandState(low=plan.state.low, high=plan.state.high,
+                            listing_ts=plan.state.listing_ts, band=plan.state.band,
+                            files=plan.state.files, extra=extra).to_element()
+    run.record_read(transformation_ctx, element, info)
+    return df
 
 
 def _apply_late(mode: str, late: LatePlan, selected: list[FileEntry], info: dict[str, Any],
