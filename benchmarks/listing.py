@@ -128,11 +128,13 @@ def main() -> None:
     for layout in args.layouts.split(","):
         base = work / f"{layout}-{args.n}"
         t0 = int(time.time() * 1000)
+        root = base
+        t = time.perf_counter()
+        make(root, layout, args.n, args.partitions, t0 - 24 * 60 * MIN)
+        gen = time.perf_counter() - t
         for inc in ("false", "true"):
-            root = base / f"inc-{inc}"
-            t = time.perf_counter()
-            make(root, layout, args.n, args.partitions, t0 - 24 * 60 * MIN)
-            gen = time.perf_counter() - t
+            for p in root.rglob("new*.json"):  # the previous scenario's new files
+                p.unlink()
             time.sleep(1.2)
             proc = subprocess.run(
                 [sys.executable, __file__, "--scenario", "1", "--root", str(root),
@@ -144,7 +146,7 @@ def main() -> None:
             res = json.loads(proc.stdout.strip().splitlines()[-1])
             rows.append({"layout": layout, "n": args.n, "incrementalListing": inc,
                          "generate_s": round(gen, 1), **res})
-            subprocess.run(["rm", "-rf", str(root)])
+        subprocess.run(["rm", "-rf", str(root)])
     print(f"load average at start: {load[0]:.1f}, {load[1]:.1f}, {load[2]:.1f}; "
           f"cpus: {os.cpu_count()}")
     print("| layout | N | incrementalListing | first run s | first dirs listed | incremental "
