@@ -9,6 +9,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from sparkmark.errors import ConfigError
+from sparkmark.planning.listing import FullInterval
 from sparkmark.planning.bands import (BandOptions, BandState, FileEntry, excluded, glob_to_regex,
                                       parse_exclusions, path_hash, plan_all, plan_band,
                                       plan_replay, split_options)
@@ -181,9 +182,12 @@ def test_replay_reads_what_the_runs_after_from_up_to_to_processed():
 def test_split_options_separates_glue_options_from_reader_options():
     opts, reader = split_options({"maxBand": "1000", "boundedFiles": 5, "header": "true",
                                   "exclusions": '["**.tmp"]', "recurse": "true",
-                                  "maxfilesinband": 3, "rowTag": "order"})
+                                  "maxfilesinband": 3, "rowTag": "order", "lateFiles": "read",
+                                  "incrementalListing": "true", "fullListingInterval": "12"})
     assert opts == BandOptions(max_band=1000, bounded_files=5, max_files_in_band=3,
-                               exclusions=("**.tmp",), recurse=True)
+                               exclusions=("**.tmp",), recurse=True, late_files="read",
+                               incremental_listing=True,
+                               full_listing_interval=FullInterval(runs=12))
     assert reader == {"header": "true", "rowTag": "order"}
     assert split_options(None)[0] == BandOptions()
 
@@ -196,6 +200,9 @@ def test_split_options_separates_glue_options_from_reader_options():
     ({"boundedSize": 1.5}, "boundedSize"),
     ({"maxFilesInBand": True}, "maxFilesInBand"),
     ({"recurse": "maybe"}, "recurse"),
+    ({"lateFiles": "later"}, "lateFiles"),
+    ({"incrementalListing": "sure"}, "incrementalListing"),
+    ({"fullListingInterval": "often"}, "fullListingInterval"),
     ({"exclusions": "**.tmp"}, "not valid JSON"),
     ({"exclusions": '{"a": 1}'}, "JSON list"),
     ({"exclusions": '["ok", 3]'}, "non-empty glob"),

@@ -105,6 +105,17 @@ class HadoopFS:
             self.fs.delete(p, True)
 
     # -------------------------------------------------------------- listing
+    def list_level(self, dirs: Sequence[str]) -> list[Status]:
+        """``[(path, is_dir, size, mtime)]`` of the entries of all ``dirs``: one
+        ``listStatus(Path[])`` call for the whole level.
+
+        Example: ``fs.list_level(["hdfs://nn/in/dt=1", "hdfs://nn/in/dt=2"])``
+        """
+        arr = self._gateway.new_array(self._jvm.org.apache.hadoop.fs.Path, len(dirs))
+        for i, d in enumerate(dirs):
+            arr[i] = self.path(d)
+        return self.parse(self.fs.listStatus(arr))
+
     def list_tree(self, root: str, descend: Callable[[str], bool],
                   skip: Callable[[str], bool]) -> list[tuple[str, int, int]]:
         """``[(path, size, mtime)]`` of the files below ``root``.
@@ -325,6 +336,22 @@ class ArrowFS:
     def glob(self, p: Any) -> list[Status]:
         """Statuses of the paths matching the glob ``p`` (Hadoop's glob syntax)."""
         return stat_roots(str(p))
+
+    def list_level(self, dirs: Sequence[str]) -> list[Status]:
+        """``[(path, is_dir, size, mtime)]`` of the entries of all ``dirs`` (see
+        HadoopFS.list_level); a directory's mtime is 0 where the store keeps none."""
+        from pyarrow import fs as pafs
+        out: list[Status] = []
+        for d in dirs:
+            f, native = _open(d)
+            qual = d.rstrip("/")
+            for info in f.get_file_info(pafs.FileSelector(native, recursive=False,
+                                                          allow_not_found=True)):
+                is_dir = info.type == pafs.FileType.Directory
+                if is_dir or info.type == pafs.FileType.File:
+                    out.append((f"{qual}/{info.base_name}", is_dir,
+                                0 if is_dir else int(info.size or 0), _mtime_ms(info)))
+        return out
 
     def list_tree(self, root: str, descend: Callable[[str], bool],
                   skip: Callable[[str], bool]) -> list[tuple[str, int, int]]:

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
 from ..errors import ConfigError
+from .listing import FullInterval, parse_interval
 
 DEFAULT_MAX_BAND_MS = 900_000
 STATE_KIND = "files"
@@ -40,7 +41,8 @@ STATE_VERSION = 1
 
 #: Glue's bookmark options for file sources (the rest of ``options`` goes to Spark's reader).
 BOOKMARK_OPTION_NAMES = ("maxBand", "maxFilesInBand", "boundedFiles", "boundedSize",
-                         "exclusions", "recurse")
+                         "exclusions", "recurse", "lateFiles", "incrementalListing",
+                         "fullListingInterval")
 
 
 # ---------------------------------------------------------------------- data
@@ -61,6 +63,9 @@ class BandOptions:
     bounded_size: int | None = None
     exclusions: tuple[str, ...] = ()
     recurse: bool = False
+    late_files: str = "warn"                 # warn | read | fail | ignore (see latefiles.py)
+    incremental_listing: bool = False
+    full_listing_interval: FullInterval = field(default_factory=lambda: parse_interval(None))
 
     @property
     def bounded(self) -> bool:
@@ -279,6 +284,7 @@ def split_options(options: Mapping[str, Any] | None) -> tuple[BandOptions, dict[
             reader[str(key)] = value
         else:
             bm[canon] = value
+    from .latefiles import late_mode  # latefiles builds on this module
     max_band = _int_option(bm, "maxBand", minimum=0)
     bounded_files = _int_option(bm, "boundedFiles", minimum=1)
     bounded_size = _int_option(bm, "boundedSize", minimum=1)
@@ -291,7 +297,10 @@ def split_options(options: Mapping[str, Any] | None) -> tuple[BandOptions, dict[
         max_files_in_band=_int_option(bm, "maxFilesInBand", minimum=1),
         bounded_files=bounded_files, bounded_size=bounded_size,
         exclusions=parse_exclusions(bm.get("exclusions")),
-        recurse=_bool_option(bm, "recurse", False))
+        recurse=_bool_option(bm, "recurse", False),
+        late_files=late_mode(bm.get("lateFiles")),
+        incremental_listing=_bool_option(bm, "incrementalListing", False),
+        full_listing_interval=parse_interval(bm.get("fullListingInterval")))
     return opts, reader
 
 

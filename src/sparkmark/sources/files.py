@@ -23,10 +23,13 @@ given schema the action that consumes the DataFrame fails, e.g. ``job.write`` ra
 """
 from __future__ import annotations
 
+import functools
 import json
 import os
+import logging
 import re
-from typing import TYPE_CHECKING, Any, Sequence
+import time
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from .. import compat
 from ..errors import ConfigError, SourceError
@@ -35,7 +38,12 @@ from ..fs import file_system
 from ..jvm import java_error_text
 from ..planning.bands import (BandOptions, BandState, FileEntry, excluded, glob_to_regex,
                               plan_all, plan_band, plan_replay, split_options)
+from ..planning.latefiles import SAMPLE, LatePlan, SettledSketch, plan_late
+from ..planning.listing import ListingState, choose_listing, margin_for, merge_states, walk
 from ..run import ReadMode, RunContext
+from .dirlisting import hadoop_level, local_level
+
+log = logging.getLogger("sparkmark")
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -112,25 +120,33 @@ def _parse_schema(schema: Any):
 
 
 # ---------------------------------------------------------------------- listing
-def _hidden(name: str) -> bool:
-    """Spark's rule for files and directories it skips."""
-    return ((name.startswith("_") and "=" not in name) or name.startswith(".")
-            or name.endswith("._COPYING_"))
-
-
 class Listing:
-    """The files under one or more roots, with the base path of each file's root."""
+    """The files under one or more roots, with the base path of each file's root, and how they
+    were listed (``mode`` full | incremental, ``dirs_listed``, the next ``state``)."""
 
     def __init__(self) -> None:
         self.entries: list[FileEntry] = []
         self.base_of: dict[str, str | None] = {}  # file path -> basePath (None: a file root)
         self.roots: list[str] = []
+        self.mode = "full"
+        self.dirs_listed = 0
+        self.state: ListingState | None = None
 
 
 def list_inputs(spark: "SparkSession", paths: Sequence[str], opts: BandOptions, *,
-                fast_local: bool = True) -> Listing:
+                fast_local: bool = True,
+                decide: Callable[[list[str]], tuple[str, ListingState | None]] | None = None,
+                listing_ts: int = 0) -> Listing:
+    """List the files under ``paths`` with :func:`sparkmark.planning.listing.walk`.
+
+    ``decide(roots)`` (given the qualified roots) returns the listing mode (full |
+    incremental) and the previous listing state; without it the listing is full.
+
+    Example: ``list_inputs(spark, ["data/in"], BandOptions()).entries``
+    """
     patterns = [glob_to_regex(g) for g in opts.exclusions]
     out = Listing()
+    resolved: list[tuple[Any, list[tuple[str, bool, int, int]]]] = []
     for raw in paths:
         try:
             fs = file_system(spark, raw)
@@ -145,62 +161,43 @@ def list_inputs(spark: "SparkSession", paths: Sequence[str], opts: BandOptions, 
         if not found:
             raise SourceError(f"input path {raw!r} does not exist (or matches no file); check "
                               "the path, or create the directory before the first run")
+        resolved.append((fs, found))
+    roots = [path for _, found in resolved for path, _, _, _ in found]
+    out.roots = roots
+    mode, previous = decide(roots) if decide is not None else ("full", None)
+    margin = margin_for(roots)
+    states = []
+    for fs, found in resolved:
         for path, is_dir, size, mtime in found:
-            out.roots.append(path)
             if not is_dir:
                 out.entries.append(FileEntry(mtime=mtime, path=path, size=size))
                 out.base_of[path] = None
                 continue
             if fast_local and path.startswith("file:/"):
-                files = _list_local(path, opts.recurse)
+                lister: Callable = functools.partial(local_level, recurse=opts.recurse)
             else:
-                files = _list_hadoop(fs, path, opts.recurse)
+                lister = hadoop_level(fs.list_level, path)
+            t0 = time.monotonic()
+            res = walk([path], lister, recurse=opts.recurse, previous=previous, mode=mode,
+                       listing_ts=listing_ts, started_ms=int(time.time() * 1000),
+                       margin_ms=margin,
+                       took_ms=lambda t0=t0: int((time.monotonic() - t0) * 1000) + 1,
+                       roots_key=roots)
+            states.append(res.state)
+            out.dirs_listed += res.dirs_listed
             root = path.rstrip("/")
-            for fpath, size_, mtime_ in files:
-                rel = fpath[len(root) + 1:]
-                if patterns and excluded(fpath, rel, patterns):
+            cut = len(root) + 1
+            entries, base_of = out.entries, out.base_of
+            for e in res.files:
+                fpath = e.path
+                if patterns and excluded(fpath, fpath[cut:], patterns):
                     continue
-                out.entries.append(FileEntry(mtime=mtime_, path=fpath, size=size_))
-                out.base_of[fpath] = root
+                entries.append(FileEntry(e.mtime, fpath, e.size))
+                base_of[fpath] = root
+    out.mode = mode
+    if states:
+        out.state = merge_states(states)
     return out
-
-
-def _list_local(root: str, recurse: bool) -> list[tuple[str, int, int]]:
-    """``os.scandir`` walk of a ``file:`` directory, same answers as Hadoop's local FS."""
-    out = []
-    prefix = "file:"
-    stack = [root[len(prefix):]]
-    while stack:
-        d = stack.pop()
-        try:
-            it = os.scandir(d)
-        except OSError as e:
-            raise SourceError(f"cannot list directory {d}: {e.strerror}; check its "
-                              "permissions") from None
-        with it:
-            for ent in it:
-                name = ent.name
-                if _hidden(name):
-                    continue
-                try:
-                    if ent.is_dir():
-                        if recurse or "=" in name:
-                            stack.append(f"{d.rstrip('/')}/{name}")
-                        continue
-                    st = ent.stat()
-                except FileNotFoundError:
-                    continue  # removed while listing
-                out.append((f"{prefix}{d.rstrip('/')}/{name}", st.st_size,
-                            st.st_mtime_ns // 1_000_000))
-    return out
-
-
-def _list_hadoop(fs: Any, root: str, recurse: bool) -> list[tuple[str, int, int]]:
-    """Level by level through Hadoop: one ``listStatus(Path[])`` call per depth, not per file."""
-    try:
-        return fs.list_tree(root, descend=lambda name: recurse or "=" in name, skip=_hidden)
-    except Exception as e:  # noqa: BLE001
-        raise SourceError(f"cannot list {root}: {java_error_text(e)}") from None
 
 
 def changed_files(spark: "SparkSession", files: Sequence[FileEntry]) -> list[str]:
@@ -394,46 +391,110 @@ def read_files(run: RunContext, path: str | Sequence[str], *, format: str = "jso
     band_opts, rest = split_options(options)
     opts, schema = reader_options(fmt, rest)
     paths = _as_paths(path)
-    listing = list_inputs(run.spark, paths, band_opts)
-    check_partition_layout(listing)
 
     bookmark = run.bookmark(transformation_ctx)
+    incremental = bookmark.mode is ReadMode.INCREMENTAL
+    previous = (BandState.from_element(bookmark.previous)
+                if bookmark.mode is not ReadMode.ALL else None)
+    sketch = (SettledSketch.from_element(previous.extra.get("late"))
+              if incremental and previous is not None else None)
+    why = "" if incremental else "bookmarks off" if bookmark.mode is ReadMode.ALL else "replay"
+
+    def decide(roots: list[str]) -> tuple[str, ListingState | None]:
+        nonlocal why
+        if not incremental:
+            return "full", None
+        prev = (ListingState.from_element(previous.extra.get("listing"))
+                if previous is not None else None)
+        mode, why = choose_listing(prev, enabled=band_opts.incremental_listing, roots=roots,
+                                   listing_ts=int(bookmark.listing_ts or 0),
+                                   interval=band_opts.full_listing_interval,
+                                   has_sketch=sketch is not None)
+        return mode, prev
+
+    listing = list_inputs(run.spark, paths, band_opts, decide=decide,
+                          listing_ts=int(bookmark.listing_ts or 0))
+    check_partition_layout(listing)
     info: dict[str, Any] = {"format": fmt, "path": paths if len(paths) > 1 else paths[0],
                             "read": str(bookmark.mode)}
-    previous = None
     plan = None
+    late: LatePlan | None = None
     selected: list[FileEntry]
     if bookmark.mode is ReadMode.ALL:
         selected = list(plan_all(listing.entries))
     elif bookmark.mode is ReadMode.REPLAY:
-        previous = BandState.from_element(bookmark.previous)
         selected = list(plan_replay(listing.entries, previous,
                                     BandState.from_element(bookmark.upper)))
     else:
-        previous = BandState.from_element(bookmark.previous)
         assert bookmark.listing_ts is not None  # set for every incremental bookmark
         plan = plan_band(listing.entries, previous, bookmark.listing_ts, band_opts)
         selected = list(plan.selected)
         info.update(plan.info())
+        late = plan_late(listing.entries, previous.low if previous else None, sketch,
+                         previous.files if previous else {}, plan.selected, plan.state.low,
+                         full=listing.mode == "full")
+        selected = _apply_late(band_opts.late_files, late, selected, info, paths)
     df = load(run.spark, fmt, selected, listing, opts, schema, _stored_schema(previous))
-    info.setdefault("files", len(selected))
-    info.setdefault("bytes", sum(f.size for f in selected))
+    info["files"] = len(selected)
+    info["bytes"] = sum(f.size for f in selected)
     info["new_input"] = bool(selected)
+    info["listing"] = listing.mode
+    if why:
+        info["listing_reason"] = why
+    info["dirs_listed"] = listing.dirs_listed
     info["listed"] = len(listing.entries)
     info["sample"] = [f.path.rsplit("/", 1)[-1] for f in selected[:10]]
     element = None
-    if plan is not None:  # incremental: the element to commit (saved when enabled)
-        state = plan.state
+    if plan is not None and late is not None:  # incremental: the element to commit
+        extra = {**dict(plan.state.extra), "late": late.sketch.to_element()}
+        if listing.state is not None:
+            extra["listing"] = ListingState(**{**listing.state.__dict__,
+                                               "pending": plan.deferred + plan.waiting}
+                                            ).to_element()
         if df.columns:  # the columns an empty run returns (see docs/files.md)
-            state = BandState(low=state.low, high=state.high, listing_ts=state.listing_ts,
-                              band=state.band, files=state.files,
-                              extra={**dict(state.extra), "schema": df.schema.json()})
-        element = state.to_element()
+            extra["schema"] = df.schema.json()
+        element = BandState(low=plan.state.low, high=plan.state.high,
+                            listing_ts=plan.state.listing_ts, band=plan.state.band,
+                            files=plan.state.files, extra=extra).to_element()
     run.record_read(transformation_ctx, element, info)
     if element is not None and selected:  # a file changed while read fails the run
         what, chosen, spark = f"source {transformation_ctx!r}", tuple(selected), run.spark
         run.add_commit_check(lambda: check_unchanged(spark, chosen, what))
     return df
+
+
+def _apply_late(mode: str, late: LatePlan, selected: list[FileEntry], info: dict[str, Any],
+                paths: Sequence[str]) -> list[FileEntry]:
+    """``lateFiles``: report (warn), read once (read), fail the run (fail) or say nothing."""
+    if mode == "ignore":
+        return selected
+    info.update(late.info())
+    where = paths[0] if len(paths) == 1 else f"{len(paths)} paths"
+    if late.overflow:
+        text = (f"the settled files under {where} changed in more ways than the late-file "
+                "sketch can name (many files deleted or added with old modification times); "
+                "late files, if any, cannot be listed this run")
+        if mode == "fail":
+            raise SourceError(text + "; check the input, then run with lateFiles=warn once "
+                              "to accept the current listing")
+        log.warning("sparkmark: %s", text)
+        return selected
+    if not late.count:
+        return selected
+    names = [f.path for f in late.late[:SAMPLE]]
+    more = f" (and {late.count - len(names)} more)" if late.count > len(names) else ""
+    if mode == "fail":
+        raise SourceError(
+            f"{late.count} late file(s) under {where}: their modification time is at or below "
+            f"the bookmark's low watermark, so the band rule would never read them: "
+            f"{', '.join(names)}{more}; read them once with lateFiles=read, or accept skipping "
+            "them with lateFiles=warn")
+    if mode == "read":
+        return sorted(set(selected) | set(late.late))
+    log.warning("sparkmark: %d late file(s) under %s not read (mtime at or below the "
+                "bookmark's low; lateFiles=read reads them): %s%s", late.count, where,
+                ", ".join(names), more)
+    return selected
 
 
 def _stored_schema(state: BandState | None):

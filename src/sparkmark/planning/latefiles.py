@@ -1,0 +1,344 @@
+"""Late files (SPEC §3): files that the band rule will never select, found with bounded state.
+
+A *late file* is one whose mtime is at or below the previous run's ``low`` (so
+:func:`~sparkmark.planning.bands.plan_band` skips it), which no earlier run of this context read,
+and which was not in the previous listing.  Copies that keep their times (``cp -p``, ``rsync -a``,
+``shutil.copy2``, ``tar x``, ``distcp -pt``) and S3 multipart uploads (LastModified is the
+upload's start) produce them.  Glue skips them silently.
+
+The method: the state keeps a *settled-region sketch*, an invertible Bloom lookup table (IBLT)
+over ``key(path, mtime)`` of every file in the settled region (``mtime <= low``) of the listing,
+cut at the ``low`` it was built at, plus the set's count, XOR and sum (a digest).  A run with a
+full listing computes the same digest over its own settled files (``mtime <= previous low``):
+
+* digest equal: nothing changed in the settled region (no late file; a false "equal" needs a
+  64-bit sum *and* XOR collision of random keys);
+* digest different: it builds the IBLT of its settled files, subtracts the stored one and
+  *decodes* the symmetric difference: the keys only in the listing are late files, the ones only
+  in the sketch were deleted.  Up to about :data:`CAPACITY` differences decode with high
+  probability; beyond that the run knows there are differences but cannot name them
+  (:attr:`LateCheck.overflow`), and the next sketch is rebuilt from the listing.
+
+The sketch is a fixed :data:`CELLS` cells (16 bytes each), whatever the number of files or runs.
+
+Limits (see docs/files.md): a file that an earlier run read, that then vanished from a listing
+and reappears with the same path and mtime is reported as late (the sketch does not remember
+what was read, only what was listed); a 64-bit key collision between a late file and a deleted
+one hides both; runs with an incremental (partial) listing cannot check and leave it to the next
+full listing, keeping the sketch up to date with the files they read.
+
+Everything here is pure: plain data in, plain data out.
+"""
+from __future__ import annotations
+
+import base64
+import struct
+import zlib
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping, Sequence
+
+from ..errors import ConfigError
+from .bands import FileEntry, path_hash
+
+M64 = (1 << 64) - 1
+K = 3                 # cells per key (one in each of K sub-tables)
+WIDTH = 256           # cells per sub-table
+CELLS = K * WIDTH     # 768 cells x 16 bytes = 12 KiB (16 KiB as base64), whatever the history
+CAPACITY = 400        # differences that decode with high probability (tested)
+SAMPLE = 20           # names kept in the ledger / named by lateFiles=fail
+LATE_MODES = ("warn", "read", "fail", "ignore")
+_GOLD = 0x9E3779B97F4A7C15
+_CELL = struct.Struct("<iQI")
+
+
+def mix64(x: int) -> int:
+    """splitmix64's finalizer: a bijective 64-bit mixer."""
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & M64
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & M64
+    return x ^ (x >> 31)
+
+
+def item_key(phash: str, mtime: int) -> int:
+    """The sketch key of a file version: its 64-bit path hash (hex, as in the band's ``files``)
+    combined with its mtime.  Cheap (no second digest), so the settled region of 100,000 files
+    costs one path hash each; ``mix64`` is applied only when an IBLT is built."""
+    return (int(phash, 16) + (mtime & M64) * _GOLD) & M64
+
+
+def _check(key: int) -> int:
+    return mix64(key ^ 0xD6E8FEB86659FD93) >> 32
+
+
+def _cells(key: int) -> tuple[int, int, int]:
+    h = mix64(key)
+    return (h & 0xFF, WIDTH + ((h >> 21) & 0xFF), 2 * WIDTH + ((h >> 42) & 0xFF))
+
+
+def late_mode(raw: Any) -> str:
+    """Validate the ``lateFiles`` option (``warn`` when not given)."""
+    if raw is None or raw == "":
+        return "warn"
+    value = str(raw).strip().lower()
+    if value not in LATE_MODES:
+        raise ConfigError(f"option lateFiles={raw!r} is not one of {', '.join(LATE_MODES)}; "
+                          "e.g. lateFiles=warn (report them) or lateFiles=read (read them once)")
+    return value
+
+
+# ---------------------------------------------------------------------- the IBLT
+@dataclass
+class IBLT:
+    """An invertible Bloom lookup table of 64-bit keys (count, key XOR, check XOR per cell).
+
+    >>> a, b = IBLT(), IBLT()
+    >>> for k in (1, 2, 3): a.add(k)
+    >>> for k in (2, 3, 4): b.add(k)
+    >>> a.minus(b).decode()
+    ({1}, {4}, True)
+    """
+
+    counts: list[int] = field(default_factory=lambda: [0] * CELLS)
+    keys: list[int] = field(default_factory=lambda: [0] * CELLS)
+    checks: list[int] = field(default_factory=lambda: [0] * CELLS)
+
+    def add(self, key: int, sign: int = 1) -> None:
+        c = _check(key)
+        counts, keys, checks = self.counts, self.keys, self.checks
+        for i in _cells(key):
+            counts[i] += sign
+            keys[i] ^= key
+            checks[i] ^= c
+
+    def add_all(self, keys: Iterable[int]) -> None:
+        for k in keys:
+            self.add(k)
+
+    def copy(self) -> "IBLT":
+        return IBLT(list(self.counts), list(self.keys), list(self.checks))
+
+    def minus(self, other: "IBLT") -> "IBLT":
+        return IBLT([a - b for a, b in zip(self.counts, other.counts)],
+                    [a ^ b for a, b in zip(self.keys, other.keys)],
+                    [a ^ b for a, b in zip(self.checks, other.checks)])
+
+    def decode(self) -> tuple[set[int], set[int], bool]:
+        """Peel pure cells: (keys only in self, keys only in the subtracted table, complete?)."""
+        t = self.copy()
+        plus: set[int] = set()
+        minus: set[int] = set()
+        queue = [i for i in range(CELLS) if t.counts[i] in (1, -1)]
+        while queue:
+            i = queue.pop()
+            sign = t.counts[i]
+            if sign not in (1, -1):
+                continue
+            key = t.keys[i]
+            if t.checks[i] != _check(key):
+                continue
+            (plus if sign == 1 else minus).add(key)
+            t.add(key, -sign)
+            queue.extend(j for j in _cells(key) if t.counts[j] in (1, -1))
+        complete = not any(t.counts) and not any(t.keys) and not any(t.checks)
+        return plus, minus, complete
+
+    def encode(self) -> str:
+        raw = b"".join(_CELL.pack(c, k, h) for c, k, h in zip(self.counts, self.keys, self.checks))
+        return base64.b64encode(zlib.compress(raw, 6)).decode("ascii")
+
+    @classmethod
+    def decode_text(cls, text: str) -> "IBLT":
+        raw = zlib.decompress(base64.b64decode(text.encode("ascii")))
+        if len(raw) != CELLS * _CELL.size:
+            raise ValueError(f"sketch has {len(raw)} bytes, expected {CELLS * _CELL.size}")
+        counts, keys, checks = [], [], []
+        for c, k, h in _CELL.iter_unpack(raw):
+            counts.append(c)
+            keys.append(k)
+            checks.append(h)
+        return cls(counts, keys, checks)
+
+
+# ---------------------------------------------------------------------- the sketch
+@dataclass(frozen=True)
+class Digest:
+    """Count, XOR and sum (mod 2**64) of a set of keys: equal sets have equal digests."""
+
+    n: int = 0
+    xor: int = 0
+    total: int = 0
+
+    @classmethod
+    def of(cls, keys: Sequence[int]) -> "Digest":
+        x = 0
+        for k in keys:
+            x ^= k
+        return cls(len(keys), x, sum(keys) & M64)
+
+    def plus(self, keys: Sequence[int]) -> "Digest":
+        other = Digest.of(keys)
+        return Digest(self.n + other.n, self.xor ^ other.xor, (self.total + other.total) & M64)
+
+
+@dataclass(frozen=True)
+class SettledSketch:
+    """The settled region (``mtime <= at``) of the listing as a digest plus an IBLT."""
+
+    at: int
+    digest: Digest
+    table: IBLT
+
+    def to_element(self) -> dict[str, Any]:
+        return {"at": self.at, "n": self.digest.n, "xor": f"{self.digest.xor:016x}",
+                "sum": f"{self.digest.total:016x}", "iblt": self.table.encode()}
+
+    @classmethod
+    def from_element(cls, element: Mapping[str, Any] | None) -> "SettledSketch | None":
+        """Decode a stored sketch; a missing or unreadable one is ``None`` (check skipped)."""
+        if not isinstance(element, Mapping):
+            return None
+        try:
+            return cls(at=int(element["at"]),
+                       digest=Digest(int(element["n"]), int(element["xor"], 16),
+                                     int(element["sum"], 16)),
+                       table=IBLT.decode_text(str(element["iblt"])))
+        except (KeyError, TypeError, ValueError, zlib.error):
+            return None
+
+    def plus(self, keys: Sequence[int], at: int) -> "SettledSketch":
+        table = self.table.copy()
+        table.add_all(keys)
+        return SettledSketch(at=at, digest=self.digest.plus(keys), table=table)
+
+
+def build_sketch(keys: Sequence[int], at: int) -> SettledSketch:
+    """The sketch of exactly these keys (the settled files of a listing, ``mtime <= at``)."""
+    table = IBLT()
+    table.add_all(keys)
+    return SettledSketch(at=at, digest=Digest.of(keys), table=table)
+
+
+@dataclass(frozen=True)
+class LateCheck:
+    """What a full listing's settled region says against the stored sketch.
+
+    ``late``: indexes (into the settled entries given) of the late files; ``removed``: how many
+    keys of the sketch are no longer listed; ``overflow``: more differences than the sketch can
+    decode (late files may exist but cannot be named); ``table``: the IBLT of the settled keys,
+    when it had to be built (reused for the next sketch)."""
+
+    late: tuple[int, ...] = ()
+    removed: int = 0
+    overflow: bool = False
+    checked: bool = True
+    table: IBLT | None = None
+
+
+def check_late(settled_keys: Sequence[int], previous: SettledSketch | None,
+               low: int | None) -> LateCheck:
+    """Compare the keys of the listing's settled files (``mtime <= low``, the previous run's low)
+    with the previous sketch.  Pure; ``O(len(settled_keys))``, plus an IBLT build only when the
+    digests differ.
+
+    >>> s = build_sketch([item_key("00000000000000aa", 5)], at=10)
+    >>> check_late([item_key("00000000000000aa", 5), item_key("00000000000000bb", 7)], s, 10).late
+    (1,)
+    """
+    if previous is None or low is None or previous.at != low:
+        return LateCheck(checked=False)
+    digest = Digest.of(settled_keys)
+    if digest == previous.digest:
+        return LateCheck()
+    table = IBLT()
+    table.add_all(settled_keys)
+    plus, minus, complete = table.minus(previous.table).decode()
+    if not complete:
+        return LateCheck(overflow=True, table=table)
+    late = tuple(i for i, k in enumerate(settled_keys) if k in plus)
+    return LateCheck(late=late, removed=len(minus), table=table)
+
+
+def next_sketch(previous: SettledSketch | None, check: LateCheck, settled_keys: Sequence[int],
+                settling_keys: Sequence[int], new_low: int, *, full: bool) -> SettledSketch:
+    """The sketch the run commits, cut at ``new_low``.
+
+    ``full``: the run listed everything; the sketch is then exactly the listing's settled region
+    (``settled_keys``: ``mtime <= previous low``; ``settling_keys``: ``previous low < mtime <=
+    new_low``), which also forgets deleted files.  Otherwise (incremental listing) the previous
+    sketch plus ``settling_keys`` (files read by this or earlier runs that leave the band)."""
+    if full:
+        if check.table is not None:
+            table = check.table.copy()
+            table.add_all(settling_keys)
+            return SettledSketch(new_low, Digest.of(settled_keys).plus(settling_keys), table)
+        if previous is not None and check.checked and not check.overflow:
+            return previous.plus(settling_keys, new_low)   # equal digests: same set
+        return build_sketch(list(settled_keys) + list(settling_keys), new_low)
+    if previous is None:
+        return build_sketch(list(settling_keys), new_low)
+    return previous.plus(settling_keys, new_low)
+
+
+# ---------------------------------------------------------------------- one run
+@dataclass(frozen=True)
+class LatePlan:
+    """The late files a run found (oldest first) and the sketch it commits.
+
+    ``count`` is ``None`` when the run could not check (first run, an element without a sketch,
+    an incremental listing) or could not name them (``overflow``)."""
+
+    late: tuple[FileEntry, ...]
+    count: int | None
+    sketch: SettledSketch
+    overflow: bool = False
+    removed: int = 0
+
+    def info(self) -> dict[str, Any]:
+        """The ledger fields: ``late_files`` (count or None) and a sample of names."""
+        out: dict[str, Any] = {"late_files": self.count,
+                               "late_sample": [f.path.rsplit("/", 1)[-1]
+                                               for f in self.late[:SAMPLE]]}
+        if self.overflow:
+            out["late_overflow"] = True
+        return out
+
+
+def plan_late(listing: Sequence[FileEntry], previous_low: int | None,
+              previous_sketch: SettledSketch | None, previous_files: Mapping[str, int],
+              selected: Sequence[FileEntry], new_low: int, *, full: bool = True) -> LatePlan:
+    """Find the late files of a run and compute the sketch it commits (pure).
+
+    ``listing``: the run's listing (every file when ``full``, else the directories it listed);
+    ``previous_low``/``previous_sketch``/``previous_files``: the committed element; ``selected``:
+    what the band rule reads; ``new_low``: the low the run commits.
+
+    >>> from sparkmark.planning.bands import FileEntry as E
+    >>> first = plan_late([E(5, "file:/a")], None, None, {}, [E(5, "file:/a")], 10)
+    >>> late = plan_late([E(5, "file:/a"), E(3, "file:/b")], 10, first.sketch, {}, [], 20)
+    >>> [f.path for f in late.late], late.count
+    (['file:/b'], 1)
+    """
+    if not full:
+        if previous_sketch is None:
+            raise ValueError("an incremental listing needs a previous sketch: list fully first")
+        keys = {item_key(h, m) for h, m in previous_files.items()
+                if previous_low is not None and previous_low < m <= new_low}
+        keys.update(item_key(path_hash(f.path), f.mtime) for f in selected
+                    if (previous_low is None or f.mtime > previous_low) and f.mtime <= new_low)
+        return LatePlan((), None, next_sketch(previous_sketch, LateCheck(checked=False), [],
+                                              sorted(keys), new_low, full=False))
+    settled: list[FileEntry] = []
+    settling: list[int] = []
+    for f in listing:
+        if previous_low is not None and f.mtime <= previous_low:
+            settled.append(f)
+        elif f.mtime <= new_low:
+            settling.append(item_key(path_hash(f.path), f.mtime))
+    settled_keys = [item_key(path_hash(f.path), f.mtime) for f in settled]
+    check = check_late(settled_keys, previous_sketch, previous_low)
+    sketch = next_sketch(previous_sketch, check, settled_keys, settling, new_low, full=True)
+    if not check.checked:
+        return LatePlan((), None, sketch)
+    if check.overflow:
+        return LatePlan((), None, sketch, overflow=True)
+    late = tuple(sorted(settled[i] for i in check.late))
+    return LatePlan(late, len(late), sketch, removed=check.removed)

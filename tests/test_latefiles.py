@@ -1,0 +1,216 @@
+"""The late-file detector (pure): the IBLT, the sketch's bounds, and property tests against a
+reference model that keeps the whole history (every listing and every file version read)."""
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from sparkmark.errors import ConfigError
+from sparkmark.planning.bands import BandOptions, BandState, FileEntry, plan_band
+from sparkmark.planning.latefiles import (CAPACITY, IBLT, SettledSketch, build_sketch,
+                                          item_key, late_mode, plan_late)
+
+DT = 100
+
+
+def F(name: str, mtime: int) -> FileEntry:
+    return FileEntry(mtime=mtime, path=f"file:/in/{name}", size=1)
+
+
+def run(listing, state, sketch, T, *, full=True, mode="warn", opts=BandOptions(max_band=DT)):
+    """One run as the source does it: band plan, late plan, late files read when mode=read;
+    returns (files read, late files found, the next band state, the next sketch)."""
+    plan = plan_band(listing, state, T, opts)
+    late = plan_late(listing, state.low if state else None, sketch,
+                     state.files if state else {}, plan.selected, plan.state.low, full=full)
+    read = list(plan.selected) + (list(late.late) if mode == "read" else [])
+    element = {**plan.state.to_element(), "late": late.sketch.to_element()}
+    back = json.loads(json.dumps(element))
+    return (read, late, BandState.from_element(back), SettledSketch.from_element(back["late"]))
+
+
+# ---------------------------------------------------------------------- IBLT
+def test_iblt_decodes_the_symmetric_difference():
+    rng = random.Random(7)
+    common = [rng.getrandbits(64) for _ in range(5000)]
+    only_a = {rng.getrandbits(64) for _ in range(150)}
+    only_b = {rng.getrandbits(64) for _ in range(150)}
+    a, b = IBLT(), IBLT()
+    a.add_all(common + sorted(only_a))
+    b.add_all(common + sorted(only_b))
+    plus, minus, complete = a.minus(b).decode()
+    assert complete and plus == only_a and minus == only_b
+
+
+def test_iblt_capacity_is_as_documented_and_overflow_is_reported_not_guessed():
+    rng = random.Random(11)
+    for trial in range(5):
+        t = IBLT()
+        keys = {rng.getrandbits(64) for _ in range(CAPACITY)}
+        t.add_all(keys)
+        plus, minus, complete = t.decode()
+        assert complete and plus == keys and not minus, trial
+    t = IBLT()
+    t.add_all(rng.getrandbits(64) for _ in range(3 * CAPACITY))
+    plus, minus, complete = t.decode()
+    assert not complete
+
+
+def test_sketch_roundtrip_and_bounded_size():
+    keys = [random.Random(3).getrandbits(64) for _ in range(100_000)]
+    s = build_sketch(keys, at=123)
+    text = json.dumps(s.to_element())
+    assert len(text) <= 20 * 1024
+    back = SettledSketch.from_element(json.loads(text))
+    assert back is not None and back.digest == s.digest and back.table == s.table and back.at == 123
+    assert SettledSketch.from_element({"at": 1}) is None  # unreadable: check skipped, not a crash
+
+
+def test_late_mode_option():
+    assert late_mode(None) == "warn" and late_mode(" READ ") == "read"
+    with pytest.raises(ConfigError, match="lateFiles='sometimes'.*warn, read, fail, ignore"):
+        late_mode("sometimes")
+
+
+# ---------------------------------------------------------------------- examples
+def test_preserved_mtime_copy_is_found_once_and_read_once_with_read():
+    _, _, s1, k1 = run([F("a", 100), F("b", 900)], None, None, 1000)
+    # b2 copied in with its old mtime (cp -p): below low = 900, never listed
+    listing = [F("a", 100), F("b", 900), F("b2", 50)]
+    read, late, s2, k2 = run(listing, s1, k1, 1200, mode="read")
+    assert [f.path for f in late.late] == ["file:/in/b2"] and late.count == 1
+    assert read == [F("b2", 50)]
+    read, late, _, _ = run(listing, s2, k2, 1400, mode="read")
+    assert read == [] and late.count == 0
+
+
+def test_warned_late_file_is_reported_once():
+    _, _, s1, k1 = run([F("a", 100)], None, None, 1000)
+    listing = [F("a", 100), F("old", 10)]
+    _, late, s2, k2 = run(listing, s1, k1, 1200)
+    assert late.count == 1
+    _, late, _, _ = run(listing, s2, k2, 1400)
+    assert late.count == 0
+
+
+def test_first_run_and_missing_sketch_do_not_check():
+    _, late, s1, _ = run([F("a", 100)], None, None, 1000)
+    assert late.count is None
+    _, late, _, k = run([F("a", 100), F("z", 5)], s1, None, 1200)  # element from an old version
+    assert late.count is None and k is not None
+
+
+def test_many_deletions_overflow_then_the_sketch_is_rebuilt():
+    files = [F(f"f{i}", i) for i in range(3000)]
+    _, _, s1, k1 = run(files, None, None, 10_000)
+    kept = files[2000:] + [F("late", 1)]
+    _, late, s2, k2 = run(kept, s1, k1, 10_200)
+    assert late.count is None and late.info()["late_overflow"] is True
+    _, late, _, _ = run(kept + [F("late2", 2)], s2, k2, 10_400)
+    assert late.count == 1 and late.late[0].path.endswith("late2")
+
+
+def test_state_bounded_after_150_runs_of_20_new_and_2_late():
+    state, sketch, now, n = None, None, 1_000_000, 0
+    files: list[FileEntry] = []
+    found = 0
+    for r in range(150):
+        for _ in range(20):
+            n += 1
+            files.append(F(f"n{n}", now - 50))
+        for _ in range(2):
+            n += 1
+            files.append(F(f"late{n}", now - 100 * DT))  # preserved old mtime
+        now += 3 * DT
+        _, late, state, sketch = run(files, state, sketch, now, mode="read")
+        found += late.count or 0
+    size = len(json.dumps({**state.to_element(), "late": sketch.to_element()}))
+    assert size <= 64 * 1024
+    assert found == 2 * 149  # every late file after the first run, exactly once
+
+
+# ---------------------------------------------------------------------- property tests
+event = st.one_of(
+    st.tuples(st.just("new"), st.integers(-3 * DT, DT), st.integers(0, 0)),
+    st.tuples(st.just("late"), st.integers(-20 * DT, -2 * DT), st.integers(0, 0)),
+    st.tuples(st.just("modify"), st.integers(-5 * DT, DT), st.integers(0, 1000)),
+    st.tuples(st.just("delete"), st.integers(0, 0), st.integers(0, 1000)),
+    st.tuples(st.just("restore"), st.integers(0, 0), st.integers(0, 1000)),
+)
+step = st.tuples(st.lists(event, max_size=6), st.integers(0, 3 * DT), st.booleans(),
+                 st.sampled_from(["warn", "read"]), st.one_of(st.none(), st.integers(1, 3)))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(step, min_size=1, max_size=12))
+def test_detector_against_whole_history_model(timeline):
+    """Arrivals, late arrivals (old mtimes), modifications (fresh mtimes), deletions, restores of
+    deleted files with their old mtime, bounded runs, warn/read, full and incremental listings.
+
+    The model remembers every file version read, every listing, and the last full listing:
+    * all runs full: the run reports exactly the visible files with ``mtime <= previous low``
+      that were not in the previous listing (the sketch's definition);
+    * always: every *late* file (``mtime <= previous low``, never read, not in the last full
+      listing) is reported by the next full listing, and every reported file is late or a
+      restored file (listed or read once, then missing from a later listing, then back with the
+      same mtime: the documented false positive)."""
+    files: dict[str, int] = {}
+    deleted: dict[str, int] = {}
+    used: set[tuple[str, int]] = set()
+    ever_read: set[tuple[str, int]] = set()
+    seen: set[tuple[str, int]] = set()
+    vanished: set[tuple[str, int]] = set()
+    prev_listing: set[tuple[str, int]] | None = None
+    last_full: set[tuple[str, int]] = set()
+    all_full = True
+    state = sketch = None
+    now, counter = 10_000, 0
+    for i, (events, advance, full, mode, bound) in enumerate(timeline):
+        for kind, offset, x in events:
+            if kind in ("new", "late"):
+                counter += 1
+                p = f"file:/in/f{counter}"
+                files[p] = now + offset
+            elif kind == "restore" and deleted:
+                p = sorted(deleted)[x % len(deleted)]
+                if p not in files:
+                    files[p] = deleted.pop(p)
+            elif files and kind in ("modify", "delete"):
+                p = sorted(files)[x % len(files)]
+                if kind == "delete":
+                    deleted[p] = files.pop(p)
+                elif (p, now + offset) not in used:
+                    files[p] = now + offset
+            used.update(files.items())
+        now += advance
+        full = full or i == 0 or sketch is None
+        all_full = all_full and full
+        opts = BandOptions(max_band=DT, bounded_files=bound)
+        listing = [FileEntry(mtime=m, path=p, size=1) for p, m in files.items()]
+        visible = set(files.items())
+        prev_low = state.low if state else None
+        read, late, state2, sketch2 = run(listing, state, sketch, now, full=full, mode=mode,
+                                          opts=opts)
+        if not full or prev_low is None:
+            assert late.count is None
+        else:
+            assert not late.overflow  # a few differences always decode
+            reported = {(f.path, f.mtime) for f in late.late}
+            settled = {(p, m) for p, m in visible if m <= prev_low}
+            late_ref = {v for v in settled if v not in ever_read and v not in last_full}
+            assert late_ref <= reported, "a late file was not reported"
+            assert reported <= late_ref | vanished, "a reported file is not late"
+            if all_full:
+                assert reported == {v for v in settled if v not in prev_listing}
+        for f in read:
+            ever_read.add((f.path, f.mtime))
+        seen |= visible | ever_read
+        vanished |= {v for v in seen if v not in visible}
+        if full:
+            last_full = visible
+        prev_listing = visible
+        state, sketch = state2, sketch2

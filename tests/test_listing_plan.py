@@ -1,0 +1,222 @@
+"""Incremental listing (pure): the listing choice, the interval option, and property tests of
+the walk over an in-memory file system with directory times, against the full listing."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from sparkmark.errors import ConfigError
+from sparkmark.planning.listing import (DirEntry, FullInterval, ListingState,
+                                        choose_listing, dir_hash, parse_interval, roots_hash,
+                                        threshold_of, walk)
+
+
+class MemFS:
+    """Directories with an mtime (changed by adding, removing or renaming an entry) and a ctime
+    (also set when the directory itself is created or moved in); a clock that ticks on every
+    operation and on every directory listed."""
+
+    def __init__(self, ctime: bool = True):
+        self.t = 1_000_000
+        self.ctime = ctime
+        self.dirs: dict[str, dict] = {"file:/r": {"m": self.t, "c": self.t, "e": {}}}
+        self.listed: list[str] = []
+
+    def tick(self, n: int = 1) -> int:
+        self.t += n
+        return self.t
+
+    def mkdir(self, parent: str, name: str, preserved: int | None = None) -> str:
+        t = self.tick()
+        path = f"{parent}/{name}"
+        if path in self.dirs:
+            return path
+        self.dirs[path] = {"m": preserved if preserved is not None else t, "c": t, "e": {}}
+        self.dirs[parent]["e"][name] = "dir"
+        self.dirs[parent]["m"] = self.dirs[parent]["c"] = t
+        return path
+
+    def add(self, d: str, name: str, mtime: int | None = None) -> None:
+        t = self.tick()
+        self.dirs[d]["e"][name] = ("file", t if mtime is None else mtime)
+        self.dirs[d]["m"] = self.dirs[d]["c"] = t
+
+    def rewrite(self, d: str, name: str) -> None:  # in place: the directory does not change
+        if isinstance(self.dirs[d]["e"].get(name), tuple):
+            self.dirs[d]["e"][name] = ("file", self.tick())
+
+    def remove(self, d: str, name: str) -> None:
+        if isinstance(self.dirs[d]["e"].get(name), tuple):
+            del self.dirs[d]["e"][name]
+            self.dirs[d]["m"] = self.dirs[d]["c"] = self.tick()
+
+    def list_level(self, dirs):
+        for d in dirs:
+            self.tick(3)  # listing takes time
+            self.listed.append(d)
+            out = []
+            for name, v in self.dirs[d]["e"].items():
+                p = f"{d}/{name}"
+                if v == "dir":
+                    dd = self.dirs[p]
+                    changed = max(dd["m"], dd["c"]) if self.ctime else dd["m"]
+                    out.append(DirEntry(p, True, dd["m"], 0, changed))
+                else:
+                    out.append(DirEntry(p, False, v[1], 1))
+            yield d, out
+
+    def files(self) -> set[tuple[str, int]]:
+        out = set()
+        for d, v in self.dirs.items():
+            for name, e in v["e"].items():
+                if isinstance(e, tuple):
+                    out.add((f"{d}/{name}", e[1]))
+        return out
+
+
+def run_walk(fs: MemFS, previous, mode, recurse=True, ts=0):
+    start = fs.t
+    fs.listed = []
+    res = walk(["file:/r"], fs.list_level, recurse=recurse, previous=previous, mode=mode,
+               listing_ts=ts, started_ms=start, margin_ms=0, took_ms=lambda: fs.t - start)
+    back = ListingState.from_element(json.loads(json.dumps(res.state.to_element())))
+    return res, back
+
+
+def test_interval_option():
+    assert parse_interval(None) == FullInterval(ms=86_400_000)
+    assert parse_interval(24) == FullInterval(runs=24)
+    assert parse_interval(" 30m ").ms == 1_800_000
+    for bad in ("0", "soon", "5 years", "-1"):
+        with pytest.raises(ConfigError, match="fullListingInterval"):
+            parse_interval(bad)
+    assert FullInterval(runs=3).due(2, 0) and not FullInterval(runs=3).due(1, 0)
+    assert FullInterval(ms=10).due(0, 10) and not FullInterval(ms=10).due(99, 9)
+
+
+def test_choose_listing_reasons():
+    prev = ListingState(w=5, took=1, full_ts=100, runs=0, roots=roots_hash(["file:/r"]))
+    kw = dict(enabled=True, roots=["file:/r"], listing_ts=200, interval=FullInterval(ms=1000),
+              has_sketch=True)
+    assert choose_listing(prev, **kw)[0] == "incremental"
+    assert choose_listing(prev, **{**kw, "enabled": False}) == ("full",
+                                                                 "incrementalListing is off")
+    assert "object store" in choose_listing(prev, **{**kw, "roots": ["s3a://b/k"]})[1]
+    assert "paths changed" in choose_listing(prev, **{**kw, "roots": ["file:/x"]})[1]
+    pending = ListingState(**{**prev.__dict__, "pending": 2})
+    assert "left for later" in choose_listing(pending, **kw)[1]
+    assert "due" in choose_listing(prev, **{**kw, "listing_ts": 1100})[1]
+    assert "sketch" in choose_listing(prev, **{**kw, "has_sketch": False})[1]
+
+
+def test_p6_shape_1000_partitions_three_changed_lists_four_directories():
+    fs = MemFS()
+    parts = [fs.mkdir("file:/r", f"dt=2020-{i // 28 + 1:02d}-{i % 28 + 1:02d}")
+             for i in range(1000)]
+    for p in parts:
+        fs.add(p, "a.json")
+    res, st1 = run_walk(fs, None, "full", recurse=False)
+    assert res.dirs_listed == 1001 and len(res.files) == 1000
+    fs.tick(10_000)
+    for p in (parts[0], parts[998], parts[999]):  # one old partition, two recent ones
+        fs.add(p, "new.json")
+    res, _ = run_walk(fs, st1, "incremental", recurse=False)
+    assert res.dirs_listed == 4
+    assert {e.path for e in res.files if e.path.endswith("new.json")} == {
+        f"{parts[i]}/new.json" for i in (0, 998, 999)}
+
+
+def test_nested_layout_lists_inner_levels_and_changed_leaves():
+    fs = MemFS()
+    years = [fs.mkdir("file:/r", f"year={y}") for y in (2024, 2025)]
+    days = [fs.mkdir(y, f"day={d}") for y in years for d in range(30)]
+    for d in days:
+        fs.add(d, "x.json")
+    _, st1 = run_walk(fs, None, "full", recurse=False)
+    assert st1.inner == {dir_hash("file:/r"), *(dir_hash(y) for y in years)}
+    fs.tick(10_000)
+    fs.add(days[3], "late.json", mtime=5)  # preserved old mtime: the directory still changes
+    res, _ = run_walk(fs, st1, "incremental", recurse=False)
+    assert res.dirs_listed == 1 + 2 + 1
+    assert (f"{days[3]}/late.json", 5) in {(e.path, e.mtime) for e in res.files}
+
+
+def test_directory_moved_in_with_preserved_mtime_is_found_by_its_ctime():
+    fs = MemFS(ctime=True)
+    fs.mkdir("file:/r", "dt=1")
+    _, st1 = run_walk(fs, None, "full", recurse=False)
+    fs.tick(10_000)
+    d = fs.mkdir("file:/r", "dt=0", preserved=10)  # copytree: the old directory time is kept
+    fs.add(d, "old.json", mtime=10)
+    fs.dirs[d]["m"] = 10
+    res, _ = run_walk(fs, st1, "incremental", recurse=False)
+    assert (f"{d}/old.json", 10) in {(e.path, e.mtime) for e in res.files}
+
+
+op = st.one_of(
+    st.tuples(st.just("mkdir"), st.integers(0, 50), st.booleans()),
+    st.tuples(st.just("add"), st.integers(0, 50), st.booleans()),
+    st.tuples(st.just("rewrite"), st.integers(0, 50), st.booleans()),
+    st.tuples(st.just("remove"), st.integers(0, 50), st.booleans()),
+)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.lists(op, max_size=8), st.integers(0, 5_000), st.booleans()),
+                min_size=1, max_size=10), st.booleans())
+def test_incremental_walk_against_full_listing(timeline, with_ctime):
+    """Random trees (nested directories, files with new or preserved old mtimes, in-place
+    rewrites, removals).  An incremental walk returns a subset of the full listing that holds
+    every file version not in the previous listing, except in-place rewrites (and, without
+    ctime, files in directories created with a preserved old mtime); it lists only the roots,
+    the directories that hold directories and the directories changed since."""
+    fs = MemFS(ctime=with_ctime)
+    state = None
+    prev_files: set[tuple[str, int]] = set()
+    rewritten: set[str] = set()
+    preserved_dirs: set[str] = set()
+    n = 0
+    for ops, pause, full in timeline:
+        for kind, x, flag in ops:
+            dirs = sorted(fs.dirs)
+            d = dirs[x % len(dirs)]
+            n += 1
+            if kind == "mkdir":
+                p = fs.mkdir(d, f"d{n}", preserved=5 if flag else None)
+                if flag:
+                    preserved_dirs.add(p)
+            elif kind == "add":
+                fs.add(d, f"f{n}", mtime=7 if flag else None)
+            else:
+                names = sorted(k for k, v in fs.dirs[d]["e"].items() if isinstance(v, tuple))
+                if names:
+                    name = names[x % len(names)]
+                    if kind == "rewrite":
+                        fs.rewrite(d, name)
+                        rewritten.add(f"{d}/{name}")
+                    else:
+                        fs.remove(d, name)
+        fs.tick(pause)
+        before = {d: (max(v["m"], v["c"]) if with_ctime else v["m"]) for d, v in fs.dirs.items()}
+        mode = "full" if (state is None or full) else "incremental"
+        res, new_state = run_walk(fs, state, mode)
+        got = {(e.path, e.mtime) for e in res.files}
+        truth = fs.files()
+        assert got <= truth
+        if mode == "full":
+            assert got == truth and res.dirs_listed == len(fs.dirs)
+            rewritten, preserved_dirs = set(), set()
+        else:
+            excused = {v for v in truth if v[0] in rewritten
+                       or (not with_ctime and any(v[0].startswith(p + "/")
+                                                  for p in preserved_dirs))}
+            assert (truth - prev_files) - excused <= got
+            threshold = threshold_of(state, 0)
+            allowed = {"file:/r"} | {d for d in fs.dirs if dir_hash(d) in state.inner} | {
+                d for d, c in before.items() if c > threshold}
+            assert set(fs.listed) <= allowed
+        prev_files = truth if mode == "full" else (prev_files | got)
+        state = new_state
