@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from sparkmark.errors import ConfigError
 from sparkmark.planning.bands import BandOptions, BandState, FileEntry, plan_band
 from sparkmark.planning.latefiles import (CAPACITY, IBLT, SettledSketch, build_sketch,
-                                          item_key, late_mode, plan_late)
+                                          late_mode, plan_late)
 
 DT = 100
 
@@ -118,7 +118,7 @@ def test_state_bounded_after_150_runs_of_20_new_and_2_late():
     state, sketch, now, n = None, None, 1_000_000, 0
     files: list[FileEntry] = []
     found = 0
-    for r in range(150):
+    for _r in range(150):
         for _ in range(20):
             n += 1
             files.append(F(f"n{n}", now - 50))

@@ -115,7 +115,7 @@ def new_element(current: Any, ctx: str, *, after: Any = None,
             raise ConfigError(str(e)) from None
         # every file with mtime <= ts counts as processed; everything newer is read next time
         return dict(base, low=ts, high=ts, listing_ts=ts, files={})
-    files = dict(base.get("files") or {})
+    files: dict[str, Any] = dict(base.get("files") or {})  # type: ignore[arg-type]
     files.update(_processed_entries(list(processed or []), spark))
     return dict(base, files=dict(sorted(files.items())))
 

@@ -152,7 +152,8 @@ def scala_binary(spark: "SparkSession") -> str:
     """The Scala binary version of Spark's jars (``"2.12"`` or ``"2.13"``), for package names."""
     if not is_connect(spark):
         try:
-            text = spark.sparkContext._jvm.scala.util.Properties.versionNumberString()
+            jvm: Any = spark.sparkContext._jvm
+            text = jvm.scala.util.Properties.versionNumberString()
             major, minor = parse_version(text)
             return f"{major}.{minor}"
         except Exception:  # noqa: BLE001 - fall back to the default build of this Spark

@@ -131,7 +131,7 @@ def files_part(ctx: DemoContext) -> bool:
     }
     ctx.say(f"Part 1 — file bookmarks. Input: {inbox}  Output: {out}")
     ctx.say(f"State: {ctx.state}  (one simulated run every 10 minutes, maxBand = 15 minutes)")
-    run_ids = []
+    run_ids: list[str] = []
     per_run = []
     for run in sorted(schedule):
         if run > 1:
@@ -150,9 +150,9 @@ def files_part(ctx: DemoContext) -> bool:
                 df = df.select(F.col("order_id").cast("bigint"), F.col("customer"),
                                F.col("amount").cast("double"))
                 names = sorted(p.rsplit("/", 1)[-1] for p in df.inputFiles())
-                rows = df.count()
+                n_rows = df.count()
                 info = job.reads.get(src_ctx, {})
-                lines.append((src_ctx, fmt, names, rows, info.get("waiting", 0)))
+                lines.append((src_ctx, fmt, names, n_rows, info.get("waiting", 0)))
                 frames.append(df)
             union = frames[0]
             for df in frames[1:]:
@@ -163,12 +163,12 @@ def files_part(ctx: DemoContext) -> bool:
         except BaseException as e:
             job.fail(e)
             raise
-        run_ids.append(job.run_id)
+        run_ids.append(job.run_identity()[1])
         table = Table(title=f"run {run} at T = t0 + {(clock.now - t0) // MIN} min")
         for col in ("source", "format", "files read", "rows", "waiting (mtime > T)"):
             table.add_column(col)
-        for src_ctx, fmt, names, rows, waiting in lines:
-            table.add_row(src_ctx, fmt, ", ".join(names) or "-", str(rows), str(waiting))
+        for src_ctx, fmt, names, n_read, waiting in lines:
+            table.add_row(src_ctx, fmt, ", ".join(names) or "-", str(n_read), str(waiting))
         ctx.say(table)
         ctx.say(f"  rows written: {written}")
         per_run.append((run, written))

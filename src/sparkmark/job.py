@@ -471,7 +471,8 @@ class _Heartbeat:
     def __init__(self, job: Job):
         import weakref
         self._job = weakref.ref(job)
-        self._store, self._name, self._run_id = job.store, job.job_name, job.run_id
+        self._name, self._run_id, _ = job.run_identity()
+        self._store = job.store
         self._clock, self._lease_ms = job.clock, job.lease_ms
         self._stop = threading.Event()
         self.lost = False

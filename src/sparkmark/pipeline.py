@@ -113,7 +113,8 @@ class ModuleContext:
 
     @property
     def module_run_id(self) -> str:
-        return self.job.run_id
+        """This module run's id (the ledger's ``run_id``; stamped as ``sm_run_id``)."""
+        return self.job.run_identity()[1]
 
     @property
     def from_time(self) -> datetime:
@@ -537,7 +538,7 @@ class Pipeline:
         """
         order = self.order()
         layer_list = _split(layers)
-        module_list = None if modules is None else [_module_id(m) for m in _split(modules)]
+        module_list = None if modules is None else [_module_id(m) for m in _split(modules) or []]
         selected = select_modules({m.id: m.layer for m in self.modules.values()},
                                   layer_list, module_list)
         self._check_idle(selected, "run the pipeline")
@@ -611,7 +612,7 @@ class Pipeline:
             job.fail(e)
             result.status, result.error = FAILED, f"{type(e).__name__}: {e}"
             # the summary says what the ledger says (rows written, then discarded)
-            result.records_written = self.store.get_run(job.run_id)["records_written"]
+            result.records_written = self.store.get_run(job.run_identity()[1])["records_written"]
         except BaseException as e:
             job.fail(e)
             raise
@@ -629,7 +630,7 @@ class Pipeline:
                  run_id: str | None = None, dry_run: bool = False) -> RollbackPlan:
         """Undo modules' runs from a window boundary on: delete their output, mark them
         ROLLED_BACK, rewind their bookmarks. The next run reloads from the cut."""
-        ids = [_module_id(m) for m in _split(modules)] if modules is not None else []
+        ids = [_module_id(m) for m in _split(modules) or []] if modules is not None else []
         if not ids:
             raise PipelineError("rollback needs at least one module id (--module ID)")
         unknown = [m for m in ids if m not in self.modules]

@@ -37,7 +37,7 @@ def _orders_for_day(day: int, day_start: int, rng: random.Random) -> list[dict[s
     rows = []
     for i in range(rng.randint(12, 20)):
         ts = day_start + rng.randrange(DAY_MS)
-        row = {"order_id": day * 1000 + i, "order_ts": format_ts(ts, "UTC").replace(" ", "T"),
+        row = {"order_id": day * 1000 + i, "order_ts": (format_ts(ts, "UTC") or "").replace(" ", "T"),
                "customer": f"c{rng.randint(1, 9)}",
                "amount": round(rng.uniform(5, 200), 2),
                "status": "test" if rng.random() < 0.15 else "paid"}

@@ -27,7 +27,8 @@ STATE_LIMIT = 400    # characters of a bookmark version's state kept in the page
 
 
 def _asset(name: str) -> str:
-    return resources.files("sparkmark").joinpath("assets", name).read_text(encoding="utf-8")
+    return resources.files("sparkmark").joinpath("assets").joinpath(name).read_text(
+        encoding="utf-8")
 
 
 def _label(r: dict[str, Any]) -> str:

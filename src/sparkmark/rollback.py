@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from .state.store import StateStore
 from .status import PublishState, RunStatus
@@ -41,8 +41,8 @@ def outputs_of(row: dict[str, Any]) -> list[dict[str, Any]]:
     return json.loads(row.get("outputs") or "[]")
 
 
-def planned_removal(spark: "SparkSession", rows: Iterable[dict[str, Any]],
-                    properties: dict | None = None) -> list[str]:
+def planned_removal(spark: Any, rows: Iterable[dict[str, Any]],
+                    properties: Mapping[str, Any] | None = None) -> list[str]:
     """What :func:`finish_removals` would delete for these rows (nothing is changed).
     ``properties``: JDBC credentials by target table (each a mapping, ``url`` optional)."""
     from .sinks import publish
@@ -53,8 +53,8 @@ def planned_removal(spark: "SparkSession", rows: Iterable[dict[str, Any]],
     return found
 
 
-def finish_removals(spark: "SparkSession", store: StateStore, rows: Iterable[dict[str, Any]],
-                    properties: dict | None = None,
+def finish_removals(spark: Any, store: StateStore, rows: Iterable[dict[str, Any]],
+                    properties: Mapping[str, Any] | None = None,
                     only: Any = None) -> list[str]:
     """Delete the output of rolled-back runs still marked ``removing``, then mark them
     ``removed``. ``only(row)`` may skip rows (e.g. JDBC rows without credentials). Returns what

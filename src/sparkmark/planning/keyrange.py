@@ -269,7 +269,7 @@ def cmp(i: int, op: str, value: Any) -> Pred:
 
 
 def and_(*parts: Pred) -> Pred:
-    out = []
+    out: list[Pred] = []
     for p in parts:
         if p == FALSE:
             return FALSE
@@ -282,7 +282,7 @@ def and_(*parts: Pred) -> Pred:
 
 
 def or_(*parts: Pred) -> Pred:
-    out = []
+    out: list[Pred] = []
     for p in parts:
         if p == TRUE:
             return TRUE

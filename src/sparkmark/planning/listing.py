@@ -127,7 +127,8 @@ class ListingState:
     pending: int = 0
 
     def to_element(self) -> dict[str, Any]:
-        return {"w": self.w, "took": self.took, "start": self.start, "full_ts": self.full_ts, "runs": self.runs,
+        return {"w": self.w, "took": self.took, "start": self.start, "full_ts": self.full_ts,
+                "runs": self.runs,
                 "roots": self.roots, "inner": sorted(self.inner),
                 "pending": self.pending}
 

@@ -42,7 +42,7 @@ RUN = "run"          # call the module for its window
 NO_PROGRESS = "empty"  # from == until (or until < from): EMPTY without calling the module
 SKIP = "skip"        # a dependency failed: SKIPPED, no progress
 
-ModuleId = Hashable
+ModuleId = Any  # any hashable id; pipelines use ints
 
 
 # ---------------------------------------------------------------------- time zones and dates
@@ -366,6 +366,8 @@ def rollback_cut(runs: Iterable[LedgerRun], *, since_ts: int | None = None,
     rows = sorted((r for r in runs if r.status in PROGRESS_STATUSES and r.from_ts is not None
                    and r.until_ts is not None), key=lambda r: r.run_number)
     for i, r in enumerate(rows):
+        if r.from_ts is None or r.until_ts is None:  # filtered out above; keeps mypy sure
+            continue
         hit = (r.until_ts > since_ts) if since_ts is not None else \
             (run_id in (r.run_id, r.pipeline_run_id))
         if hit:
@@ -390,7 +392,7 @@ def module_start(runs: Iterable[LedgerRun], inherited: Iterable[LedgerRun] = ())
     done = [r for r in rows if r.status in PROGRESS_STATUSES and r.until_ts is not None]
     if done:
         return max(done, key=lambda r: r.run_number).until_ts
-    undone = [r.from_ts for r in rows if r.status == ROLLED_BACK]
+    undone = [r.from_ts for r in rows if r.status == ROLLED_BACK and r.from_ts is not None]
     if undone:
         return min(undone)
     inherited = list(inherited)

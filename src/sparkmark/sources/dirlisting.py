@@ -13,7 +13,7 @@ Example::
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Iterator, Sequence
+from typing import Callable, Iterator, Sequence
 
 from ..errors import SourceError
 from ..jvm import java_error_text

@@ -133,6 +133,10 @@ class Listing:
         self.state: ListingState | None = None
 
 
+def _elapsed_ms(t0: float) -> int:
+    return int((time.monotonic() - t0) * 1000) + 1
+
+
 def list_inputs(spark: "SparkSession", paths: Sequence[str], opts: BandOptions, *,
                 fast_local: bool = True,
                 decide: Callable[[list[str]], tuple[str, ListingState | None]] | None = None,
@@ -181,18 +185,18 @@ def list_inputs(spark: "SparkSession", paths: Sequence[str], opts: BandOptions, 
             res = walk([path], lister, recurse=opts.recurse, previous=previous, mode=mode,
                        listing_ts=listing_ts, started_ms=int(time.time() * 1000),
                        margin_ms=margin,
-                       took_ms=lambda t0=t0: int((time.monotonic() - t0) * 1000) + 1,
+                       took_ms=functools.partial(_elapsed_ms, t0),
                        roots_key=roots)
             states.append(res.state)
             out.dirs_listed += res.dirs_listed
             root = path.rstrip("/")
             cut = len(root) + 1
             entries, base_of = out.entries, out.base_of
-            for e in res.files:
-                fpath = e.path
+            for found_file in res.files:
+                fpath = found_file.path
                 if patterns and excluded(fpath, fpath[cut:], patterns):
                     continue
-                entries.append(FileEntry(e.mtime, fpath, e.size))
+                entries.append(FileEntry(found_file.mtime, fpath, found_file.size))
                 base_of[fpath] = root
     out.mode = mode
     if states:
@@ -431,7 +435,8 @@ def read_files(run: RunContext, path: str | Sequence[str], *, format: str = "jso
         selected = list(plan.selected)
         info.update(plan.info())
         late = plan_late(listing.entries, previous.low if previous else None, sketch,
-                         previous.files if previous else {}, plan.selected, plan.state.low,
+                         previous.files if previous else {}, plan.selected,
+                         -1 if plan.state.low is None else plan.state.low,  # None: nothing read
                          full=listing.mode == "full")
         selected = _apply_late(band_opts.late_files, late, selected, info, paths)
     df = load(run.spark, fmt, selected, listing, opts, schema, _stored_schema(previous))

@@ -126,7 +126,7 @@ class StateStore:
     def __init__(self, url: str, *, create: bool = True):
         self.url = url
         self.display_url = redact(url)
-        self._password = None
+        self._password: str | None = None
         self.create = create
         self.engine = self._engine()
         self.file_identity = _sqlite_identity(self.engine)
