@@ -274,18 +274,19 @@ def test_unsupported_calls_name_themselves_and_the_way_out(spark, glue):
     from sparkmark.glue.job import Job
     f = _frame(spark, glue, [(1,)], "n int")
     with pytest.raises(GlueUnsupportedError) as e:
-        glue.purge_s3_path("s3://b/x", {"retentionPeriod": 0})
-    assert str(e.value).startswith("GlueContext.purge_s3_path is not supported by sparkmark.glue;")
-    assert "rollback" in str(e.value)
-    with pytest.raises(GlueUnsupportedError, match="DynamicFrame.resolveChoice is not "
-                                                   "supported.*cast"):
-        f.resolveChoice(specs=[("n", "cast:long")])
-    assert not hasattr(f, "relationalize")  # an AttributeError too: duck typing still works
+        glue.transition_s3_path("s3://b/x", {"retentionPeriod": 0})
+    assert str(e.value).startswith("GlueContext.transition_s3_path is not supported by "
+                                   "sparkmark.glue;")
+    assert "storage classes" in str(e.value)
+    with pytest.raises(GlueUnsupportedError, match="DynamicFrame.spigot is not "
+                                                   "supported.*limit"):
+        f.spigot("s3://x")
+    assert not hasattr(f, "spigot")  # an AttributeError too: duck typing still works
     with pytest.raises(AttributeError) as plain:
         f.__array__  # noqa: B018 - Python's own probes get a plain AttributeError
     assert not isinstance(plain.value, GlueUnsupportedError)
-    with pytest.raises(GlueUnsupportedError, match=r"Relationalize.apply is not supported"):
-        transforms.Relationalize.apply(frame=f, staging_path="s3://t", name="root")
+    with pytest.raises(GlueUnsupportedError, match=r"FillMissingValues.apply is not supported"):
+        transforms.FillMissingValues.apply(frame=f, missing_values_column="n")
     with pytest.raises(GlueUnsupportedError, match="sparkmark.glue.context.Foo is not"):
         from sparkmark.glue.context import Foo  # noqa: F401
     with pytest.raises(GlueUnsupportedError, match="connection_type='dynamodb'"):
@@ -295,7 +296,7 @@ def test_unsupported_calls_name_themselves_and_the_way_out(spark, glue):
         glue.create_dynamic_frame.from_rdd(None, "x")
     with pytest.raises(ConfigError, match="Job needs the GlueContext"):
         Job(spark)
-    with pytest.raises(JobStateError, match=r"needs a running Glue Job.*job.init"):
+    with pytest.raises(SourceError, match="input path '/x' does not exist"):
         glue.create_dynamic_frame.from_options("s3", {"paths": ["/x"]}, format="csv")
     with pytest.raises(ConfigError, match="GlueContext needs the SparkContext"):
         type(glue)("local")
@@ -496,8 +497,10 @@ def test_spark_catalog_tables_first(spark, glue, tmp_path, sqlite_url, clock):
         spark.sql("DROP TABLE IF EXISTS sm_glue_db.t")
 
 
-def test_jdbc_source_and_target_through_from_options(spark, glue, sqlite_url, clock):
+def test_jdbc_source_and_target_through_from_options(spark, glue, sqlite_url, clock,
+                                                     monkeypatch):
     from sparkmark.glue.job import Job
+    monkeypatch.setenv("SPARKMARK_GLUE_STAMP", "1")  # opt-in: the target gets sm_run_id
     url = f"jdbc:derby:memory:smglue{os.getpid()}"
     conn = spark._jvm.java.sql.DriverManager.getConnection(url + ";create=true")
     st = conn.createStatement()
@@ -564,4 +567,4 @@ def test_write_to_a_catalog_table(spark, glue, tmp_path, sqlite_url, clock, monk
     for written in glob.glob(f"{tmp_path}/b/target/sm-*.csv"):
         with open(written) as f:
             text += f.read()
-    assert text.startswith(f"a|1|{job.run_id}|") and text.count("\n") == 1  # no header
+    assert text == "a|1\n"  # no header, Glue's schema (no sm_ columns)

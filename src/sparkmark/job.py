@@ -130,6 +130,20 @@ class Job:
     def active(self) -> bool:
         return self._active
 
+    @property
+    def staged_state(self) -> dict[str, Any]:
+        """The bookmark elements ``commit()`` would save, by transformation_ctx.
+
+        Empty when no bookmarked source staged state, or when the run saves none (bookmarks
+        disabled or paused)::
+
+            if not job.staged_state:
+                job.commit(keep_bookmark=True, note="not committed: bookmark unchanged")
+        """
+        if self.args is None or self.args.option != ENABLE:
+            return {}
+        return dict(self._staged)
+
     # ------------------------------------------------------------------ lifecycle
     def init(self, name: str | None = None,
              args: Mapping[str, Any] | Sequence[str] | None = None, *,
@@ -181,16 +195,20 @@ class Job:
             raise
         return self
 
-    def commit(self) -> int:
+    def commit(self, *, keep_bookmark: bool = False, note: str | None = None) -> int:
         """Save the staged state (enable), finish the ledger row, publish staged output.
 
+        ``keep_bookmark=True`` saves no bookmark state (the version does not move) but still
+        records the run and publishes its output; ``note`` is kept in the ledger row's config.
         Returns the bookmark version after the commit.
         """
         self._require_active("commit")
         from . import sinks
         empty = (bool(self._sources) and not any(s.get("new_input") for s in self._sources.values())
                  and self._records_written == 0)
-        save = self.args is not None and self.args.option == ENABLE
+        save = self.args is not None and self.args.option == ENABLE and not keep_bookmark
+        if note:
+            self._config_extra["note"] = str(note)
         new_state = None
         if save:
             new_state = dict(self._state)
@@ -247,19 +265,29 @@ class Job:
 
     def write(self, df: "DataFrame", target: str, format: str = "parquet",
               transformation_ctx: str | None = None, partition_by: Sequence[str] | None = None,
-              mode: str = "append", options: Mapping[str, Any] | None = None) -> int:
-        """Write ``df`` to ``target`` exactly once (SPEC §5); returns the rows written."""
+              mode: str = "append", options: Mapping[str, Any] | None = None,
+              stamp: bool = True) -> int:
+        """Write ``df`` to ``target`` exactly once (SPEC §5); returns the rows written.
+
+        ``stamp=False`` leaves out the ``sm_run_id``/``sm_snapshot_ts`` columns (the files are
+        still named ``sm-<run_id>-...``, which is what publish and rollback go by).
+        """
         from .sinks import write_files
         return write_files(self, df, target, format=format, transformation_ctx=transformation_ctx,
-                           partition_by=partition_by, mode=mode, options=dict(options or {}))
+                           partition_by=partition_by, mode=mode, options=dict(options or {}),
+                           stamp_rows=stamp)
 
     def write_jdbc(self, df: "DataFrame", url: str, table: str,
                    properties: Mapping[str, Any] | None = None,
-                   transformation_ctx: str | None = None) -> int:
-        """Append ``df`` to a database table exactly once (SPEC §5); returns the rows written."""
+                   transformation_ctx: str | None = None, stamp: bool = True) -> int:
+        """Append ``df`` to a database table exactly once (SPEC §5); returns the rows written.
+
+        ``stamp=False``: the target gets only ``df``'s columns (the staging table keeps the run
+        id, so publishing stays exactly once; such a run cannot be rolled back by run id).
+        """
         from .sinks_jdbc import write_jdbc
         return write_jdbc(self, df, url, table, properties=dict(properties or {}),
-                          transformation_ctx=transformation_ctx)
+                          transformation_ctx=transformation_ctx, stamp_rows=stamp)
 
     # ------------------------------------------------------------------ for sources and sinks
     def _require_active(self, what: str) -> None:

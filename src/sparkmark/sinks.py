@@ -116,7 +116,7 @@ def _count_while(df: "DataFrame", action) -> int:
 
 def write_files(job: "Job", df: "DataFrame", target: str, *, format: str = "parquet",
                 transformation_ctx: str | None = None, partition_by=None, mode: str = "append",
-                options: dict[str, Any] | None = None) -> int:
+                options: dict[str, Any] | None = None, stamp_rows: bool = True) -> int:
     job._require_active("write")
     fmt = (format or "").lower()
     if fmt not in FILE_FORMATS:
@@ -137,13 +137,16 @@ def write_files(job: "Job", df: "DataFrame", target: str, *, format: str = "parq
     root = fs.root
     if fs.is_file(root):
         raise SinkError(f"target {target} is a file, not a directory; write to a directory path")
-    stamped = stamp(df, job.run_id, job.snapshot_ts)
+    # Unstamped output (the Glue layer's default) stays exactly-once through the per-run file
+    # names sm-<run_id>-...: publish, discard and rollback go by file, never by column.
+    stamped = stamp(df, job.run_id, job.snapshot_ts) if stamp_rows else df
     _check_schema(job.spark, fs, target, fmt, stamped)
     staging = f"{root.toString().rstrip('/')}/{STAGING_DIR}/{job.run_id}/{len(job._outputs)}"
     # In the ledger before anything exists on disk: a crash from here on leaves nothing that the
     # next init does not know about and clean up.
     job._register_output({"kind": "files", "target": root.toString(), "staging": staging,
-                          "format": fmt, "ctx": transformation_ctx, "partition_by": parts})
+                          "format": fmt, "ctx": transformation_ctx, "partition_by": parts,
+                          "stamped": bool(stamp_rows)})
     try:
         made = fs.mkdirs(fs.path(staging))
     except Exception as e:  # noqa: BLE001 - permission denied and friends come from the JVM

@@ -115,7 +115,7 @@ def _stage_name(table: str) -> str:
 
 def write_jdbc(job: "Job", df: "DataFrame", url: str, table: str, *,
                properties: dict[str, Any] | None = None,
-               transformation_ctx: str | None = None) -> int:
+               transformation_ctx: str | None = None, stamp_rows: bool = True) -> int:
     job._require_active("write_jdbc")
     if not url or not url.startswith("jdbc:"):
         raise ConfigError(f"write_jdbc needs a JDBC URL (jdbc:...), got {url!r}")
@@ -124,14 +124,15 @@ def write_jdbc(job: "Job", df: "DataFrame", url: str, table: str, *,
         raise ConfigError(f"table name {table!r} is not a plain [schema.]name; use letters, "
                           "digits and underscores")
     props = dict(properties or {})
-    stamped = stamp(df, job.run_id, job.snapshot_ts)
+    stamped = stamp(df, job.run_id, job.snapshot_ts)  # the staging table always has the run id
+    columns = stamped.columns if stamp_rows else df.columns  # what the target table gets
     stage = _stage_name(table)
     # Finish earlier runs of this job that wait for credentials to publish to this table.
     recover_with_credentials(job, url, table, props)
     with _Target(job.spark, url, props) as t:
         if t.exists(table):
             have = {c.lower() for c in t.columns(table)}
-            missing = [c for c in stamped.columns if c.lower() not in have]
+            missing = [c for c in columns if c.lower() not in have]
             if missing:
                 raise SinkError(f"target table {table} has no column(s) {missing}; add them "
                                 "(ALTER TABLE) or write to a new table")
@@ -141,7 +142,8 @@ def write_jdbc(job: "Job", df: "DataFrame", url: str, table: str, *,
                 t.transaction([f"DROP TABLE {t.q(stage)}"])  # stale layout; it holds no
                 # committed rows once earlier runs are recovered above
     job._register_output({
-        "kind": "jdbc", "target": table, "staging_table": stage, "columns": stamped.columns,
+        "kind": "jdbc", "target": table, "staging_table": stage, "columns": columns,
+        "stamped": bool(stamp_rows),
         "url": None if _url_has_secret(url) else url, "properties": _public_props(props),
         "ctx": transformation_ctx, "run_id": job.run_id})
     from .sources.jdbc import _driver_for
@@ -155,7 +157,8 @@ def write_jdbc(job: "Job", df: "DataFrame", url: str, table: str, *,
         n = _count_while(stamped, action)
         with _Target(job.spark, url, props) as t:
             if not t.exists(table):  # same column types as Spark gave the staging table
-                stamped.limit(0).write.jdbc(url, table, mode="append", properties=writer_props)
+                stamped.select(*columns).limit(0).write.jdbc(url, table, mode="append",
+                                                             properties=writer_props)
     except SinkError:
         raise
     except Exception as e:  # noqa: BLE001
@@ -231,6 +234,10 @@ def remove_jdbc_run(spark: "SparkSession", run_id: str, out: dict[str, Any],
     if target is None:
         raise SinkError(f"rolling back run {run_id} needs the credentials of table "
                         f"{out['target']}; pass properties=...")
+    if out.get("stamped") is False:
+        raise SinkError(f"run {run_id} wrote unstamped rows to table {out['target']} (the Glue "
+                        "layer's default), so its rows cannot be told apart from others; delete "
+                        "them by hand, or set SPARKMARK_GLUE_STAMP=1 for runs you may roll back")
     with target as t:
         if not t.exists(out["target"]):
             return []

@@ -85,13 +85,12 @@ def configure_local_spark(env: MutableMapping[str, str] | None = None) -> bool:
 
 configure_local_spark()
 
-from .dynamicframe import DynamicFrame  # noqa: E402
+from .dynamicframe import DynamicFrame, DynamicFrameCollection  # noqa: E402
 
-__all__ = ["DynamicFrame", "GlueUnsupportedError", "GlueUnsupportedAttributeError",
-           "configure_local_spark"]
+__all__ = ["DynamicFrame", "DynamicFrameCollection", "GlueUnsupportedError",
+           "GlueUnsupportedAttributeError", "configure_local_spark"]
 
 __getattr__ = module_getattr("sparkmark.glue", {
-    "DynamicFrameCollection": "keep the frames in a Python dict",
     "DynamicFrameReader": "use glueContext.create_dynamic_frame",
     "DynamicFrameWriter": "use glueContext.write_dynamic_frame",
 })

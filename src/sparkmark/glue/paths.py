@@ -61,6 +61,18 @@ def map_path(path: str, mapping: Sequence[tuple[str, str]] = ()) -> str:
     return raw
 
 
+def mapped_root(path: str, mapping: Sequence[tuple[str, str]] = ()) -> str | None:
+    """The local target of the mapping entry that ``path`` falls under, or ``None`` (pure).
+
+        mapped_root("s3://b/raw/x", [("s3://b", "/lake")])   # "/lake"
+    """
+    canon = _canon(path)
+    for prefix, target in mapping:
+        if canon == prefix or canon.startswith(prefix + "/"):
+            return target
+    return None
+
+
 def load_path_map(env: Mapping[str, str] | None = None) -> list[tuple[str, str]]:
     """The mapping named by env ``SPARKMARK_PATH_MAP`` (empty when unset)."""
     env = os.environ if env is None else env
