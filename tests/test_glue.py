@@ -568,3 +568,85 @@ def test_write_to_a_catalog_table(spark, glue, tmp_path, sqlite_url, clock, monk
         with open(written) as f:
             text += f.read()
     assert text == "a|1\n"  # no header, Glue's schema (no sm_ columns)
+
+
+# ---------------------------------------------------------------------- issue 11: the new calls
+def test_connections_columns_and_extract_jdbc_conf(glue, tmp_path, monkeypatch):
+    from sparkmark.glue.catalog import connection, lookup
+    (tmp_path / "cat.yaml").write_text(
+        "connections:\n"
+        "  pg:\n    JDBC_CONNECTION_URL: jdbc:postgresql://db:5432/hr?ssl=false\n"
+        "    USERNAME: etl\n    password_env: SM_TEST_PG_PASSWORD\n"
+        "hr.emp:\n  connection: pg\n  table: emp\n"
+        "  columns: [{Name: empno, Type: 'decimal(5,0)'}, {Name: ename, Type: string}]\n"
+        "hr.bad:\n  connection: nope\n  table: x\n"
+        "hr.badcols:\n  path: /x\n  format: csv\n  columns: [{Name: a, Type: strng}]\n")
+    monkeypatch.setenv("SPARKMARK_GLUE_CATALOG", str(tmp_path / "cat.yaml"))
+    with pytest.raises(ConfigError, match="env SM_TEST_PG_PASSWORD, which is not set"):
+        glue.extract_jdbc_conf("pg")
+    monkeypatch.setenv("SM_TEST_PG_PASSWORD", "s3cret")
+    conf = glue.extract_jdbc_conf("pg")
+    assert (conf["url"], conf["fullUrl"], conf["user"], conf["password"], conf["vendor"],
+            conf["driver"]) == ("jdbc:postgresql://db:5432", "jdbc:postgresql://db:5432/hr?"
+                                "ssl=false", "etl", "s3cret", "postgresql", "org.postgresql.Driver")
+    assert connection("pg").url_for("sales") == "jdbc:postgresql://db:5432/sales?ssl=false"
+    emp = lookup(glue.spark_session, "hr", "emp")
+    assert (emp.url, emp.table, emp.properties["password"], emp.columns) == (
+        "jdbc:postgresql://db:5432/hr?ssl=false", "emp", "s3cret",
+        (("empno", "decimal(5,0)"), ("ename", "string")))
+    with pytest.raises(ConfigError, match="connection 'nope' is not in the 'connections'"):
+        lookup(glue.spark_session, "hr", "bad")
+    with pytest.raises(ConfigError, match="unknown type 'strng'"):
+        lookup(glue.spark_session, "hr", "badcols")
+    with pytest.raises(ConfigError, match="Glue connection 'other' is not in"):
+        glue.extract_jdbc_conf("other")
+
+
+def test_purge_refuses_paths_outside_their_root(glue, tmp_path, monkeypatch):
+    (tmp_path / "paths.json").write_text(json.dumps({"s3://b/data": str(tmp_path / "data")}))
+    monkeypatch.setenv("SPARKMARK_PATH_MAP", str(tmp_path / "paths.json"))
+    (tmp_path / "data" / "keep" / "_sparkmark_staging" / "r").mkdir(parents=True)
+    _write(f"{tmp_path}/data/keep/_sparkmark_staging/r/x.json", "{}", 0)  # a running run's
+    _write(f"{tmp_path}/data/keep/old.json", "{}", 0)
+    _write(f"{tmp_path}/outside.json", "{}", 0)
+    for bad, word in (("s3://b/data/../..", "'..'"), ("/", "file-system root"),
+                      ("s3://b/data/keep", "retentionPeriod must be")):
+        with pytest.raises(ConfigError, match=word):
+            glue.purge_s3_path(bad, {"retentionPeriod": -1} if "keep" in bad else {})
+    with pytest.raises(GlueUnsupportedError, match="manifestFilePath"):
+        glue.purge_s3_path("s3://b/data/keep", {"manifestFilePath": "s3://b/m"})
+    deleted = glue.purge_s3_path("s3://b/data", {"retentionPeriod": 1})
+    assert [d.rsplit("/", 1)[-1] for d in deleted] == ["old.json"]
+    assert os.path.exists(f"{tmp_path}/outside.json")
+    assert os.path.exists(f"{tmp_path}/data/keep/_sparkmark_staging/r/x.json")
+
+
+def test_choice_join_merge_and_errors(spark, glue):
+    from sparkmark.glue.transforms import DropNullFields, Join, ResolveChoice
+    f = _frame(spark, glue, [("1", "a", None), ("x", "b", None), ("2.5", "c", None)],
+               "v string, k string, n string")
+    out = ResolveChoice.apply(frame=f, choice="make_cols").toDF()
+    assert out.columns == ["v_int", "v_double", "v_string", "k", "n"]
+    assert sorted((r.v_int, r.v_double, r.v_string) for r in out.collect(),
+                  key=str) == sorted([(1, None, None), (None, None, "x"), (None, 2.5, None)],
+                                     key=str)
+    cast = f.resolveChoice(specs=[("v", "cast:long"), ("absent", "cast:int")]).toDF()
+    assert sorted(r.v for r in cast.collect() if r.v is not None) == [1]
+    assert DropNullFields.apply(frame=f).toDF().columns == ["v", "k"]
+    for kwargs, word in (({}, "needs specs"), ({"specs": [("v", "bogus")]}, "unknown "
+                                                                            "resolveChoice"),
+                         ({"specs": [("v", "cast:long")], "choice": "make_cols"}, "not both"),
+                         ({"choice": "match_catalog"}, "needs database")):
+        with pytest.raises(ConfigError, match=word):
+            f.resolveChoice(**kwargs)
+    g = _frame(spark, glue, [("a", 1)], "k string, w int")
+    joined = Join.apply(f, g, "k", "k").toDF()
+    assert joined.columns == ["v", "k", "n", "w"] and joined.count() == 1
+    with pytest.raises(ConfigError, match=r"both frames have field\(s\) \['k'\]"):
+        Join.apply(f, g, "v", "w")
+    with pytest.raises(ConfigError, match="not in the second frame"):
+        f.join(["k"], ["zz"], g)
+    merged = f.mergeDynamicFrame(_frame(spark, glue, [("a", "NEW")], "k string, v string"),
+                                 ["k"]).toDF()
+    assert sorted((r.k, r.v) for r in merged.collect()) == [("a", "NEW"), ("b", "x"),
+                                                            ("c", "2.5")]

@@ -140,7 +140,7 @@ def write_files(job: "Job", df: "DataFrame", target: str, *, format: str = "parq
     # Unstamped output (the Glue layer's default) stays exactly-once through the per-run file
     # names sm-<run_id>-...: publish, discard and rollback go by file, never by column.
     stamped = stamp(df, job.run_id, job.snapshot_ts) if stamp_rows else df
-    _check_schema(job.spark, fs, target, fmt, stamped)
+    _check_schema(job.spark, fs, target, fmt, stamped.drop(*parts))
     staging = f"{root.toString().rstrip('/')}/{STAGING_DIR}/{job.run_id}/{len(job._outputs)}"
     # In the ledger before anything exists on disk: a crash from here on leaves nothing that the
     # next init does not know about and clean up.
@@ -180,7 +180,9 @@ def _check_schema(spark: "SparkSession", fs: _FS, target: str, fmt: str,
         existing = spark.read.format(fmt).load(target).schema
     except Exception:  # noqa: BLE001 - an unreadable target shows up at write time
         return
-    have = {f.name.lower(): f.dataType for f in existing.fields}
+    # partition columns live in folder names, typed by Spark's guess: compare data columns only
+    have = {f.name.lower(): f.dataType for f in existing.fields
+            if f.name.lower() in {c.lower() for c in df.columns}}
     clashes = [f"{f.name}: target has {have[f.name.lower()].simpleString()}, "
                f"new data has {f.dataType.simpleString()}"
                for f in df.schema.fields

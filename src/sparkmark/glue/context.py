@@ -365,18 +365,18 @@ def _hash_predicates(url: str, opts: dict[str, Any], call: str) -> list[str] | N
     if expr:
         value, null_col = f"({expr})", f"({expr})"
     else:
-        col = '"' + str(field_).replace('"', '""') + '"' if url.startswith("jdbc:postgresql") \
-            else "`" + str(field_).replace("`", "``") + "`" if url.startswith(
-                ("jdbc:mysql", "jdbc:mariadb")) else str(field_)
         if url.startswith("jdbc:postgresql"):
-            value = f"ABS(HASHTEXT(CAST({col} AS TEXT)))"
+            col = '"' + str(field_).replace('"', '""') + '"'
+            value = f"HASHTEXT(CAST({col} AS TEXT))"
         elif url.startswith(("jdbc:mysql", "jdbc:mariadb")):
+            col = "`" + str(field_).replace("`", "``") + "`"
             value = f"CRC32({col})"
         else:
+            col = str(field_)
             value = col  # a numeric column
         null_col = col
-    preds = [f"MOD({value}, {n}) = {i}" for i in range(n)]
-    preds[0] += f" OR {null_col} IS NULL"  # rows with no hash value are read once, here
+    preds = [f"ABS(MOD({value}, {n})) = {i}" for i in range(n)]
+    preds[0] = f"({preds[0]} OR {null_col} IS NULL)"  # rows with no hash value: read here
     return preds
 
 

@@ -120,6 +120,23 @@ _RUNNING: "weakref.WeakSet[Job]" = weakref.WeakSet()
 _hooks_installed = False
 
 
+def finish_running_jobs(error: BaseException | None = None) -> None:
+    """End every Glue job of this process still running, as the end of a Glue script does.
+
+    With ``error`` (the script raised) each run is recorded ``FAILED`` with that error and its
+    staged output removed; without, each run ends by the no-``job.commit()`` rule (see the
+    module docstring).  Called by the exit hooks; call it yourself when one process runs
+    several scripts::
+
+        runpy.run_path("job.py", run_name="__main__")
+        finish_running_jobs()
+    """
+    for job in list(_RUNNING):
+        if error is not None:
+            job._on_error(error)
+        job._at_exit()
+
+
 def _install_hooks() -> None:
     """Once per process: an uncaught exception or an exit without commit fails running jobs."""
     global _hooks_installed
@@ -129,16 +146,11 @@ def _install_hooks() -> None:
     previous = sys.excepthook
 
     def excepthook(tp, value, tb):
-        for job in list(_RUNNING):
-            job._on_error(value)
+        finish_running_jobs(value)
         previous(tp, value, tb)
 
-    def at_exit() -> None:
-        for job in list(_RUNNING):
-            job._at_exit()
-
     sys.excepthook = excepthook
-    atexit.register(at_exit)
+    atexit.register(finish_running_jobs)
 
 
 __getattr__ = module_getattr("sparkmark.glue.job", {})
