@@ -433,7 +433,7 @@ def test_from_options_glue_s3_options(glue, tmp_path, sqlite_url, clock):
 
 
 def test_a_failing_script_moves_no_bookmark(glue, mapped, sqlite_url, clock):
-    from sparkmark.glue.job import Job
+    from sparkmark.glue.job import Job, finish_running_jobs
     _write(f"{mapped}/bucket/queries/a.csv", "alice,1\n", clock.now - 30 * MIN)
     _seed_run(glue, sqlite_url, clock,
               ["--JOB_NAME", "f", "--job-bookmark-option", "job-bookmark-enable"])
@@ -452,7 +452,7 @@ def test_a_failing_script_moves_no_bookmark(glue, mapped, sqlite_url, clock):
     glue.write_dynamic_frame.from_options(frame=src, connection_type="s3",
                                           connection_options={"path": "s3://input_path/x"},
                                           format="json")
-    job._at_exit()  # what the script's exit hook does: FAILED, output discarded
+    finish_running_jobs()  # what the script's exit hook does: FAILED, output discarded
     assert not job.isInitialized()
     after = Bookmarks(sqlite_url).get("f")
     assert (after["Version"], after["JobBookmark"]) == (before["Version"], before["JobBookmark"])
@@ -627,9 +627,8 @@ def test_choice_join_merge_and_errors(spark, glue):
                "v string, k string, n string")
     out = ResolveChoice.apply(frame=f, choice="make_cols").toDF()
     assert out.columns == ["v_int", "v_double", "v_string", "k", "n"]
-    assert sorted((r.v_int, r.v_double, r.v_string) for r in out.collect(),
-                  key=str) == sorted([(1, None, None), (None, None, "x"), (None, 2.5, None)],
-                                     key=str)
+    assert sorted(((r.v_int, r.v_double, r.v_string) for r in out.collect()), key=str) == \
+        sorted([(1, None, None), (None, None, "x"), (None, 2.5, None)], key=str)
     cast = f.resolveChoice(specs=[("v", "cast:long"), ("absent", "cast:int")]).toDF()
     assert sorted(r.v for r in cast.collect() if r.v is not None) == [1]
     assert DropNullFields.apply(frame=f).toDF().columns == ["v", "k"]

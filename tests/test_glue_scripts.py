@@ -435,3 +435,54 @@ def test_glue_shaped_scripts_twice_only_new_input(tmp_path):
     assert list(plain) == [None]
     assert sorted((r["id"], r["amount"]) for r in plain[None]) == [
         ("1", 10.5), ("1", 10.5), ("2", None), ("2", None), ("3", 4.0)]
+
+
+@pytest.mark.postgres
+def test_jdbc_connections_script_twice_on_postgresql(tmp_path, pg_server):
+    """extract_jdbc_conf, a hash-partitioned plain read before job.init, a bookmarked
+    from_options read, from_jdbc_conf and connectionName writes, a catalog table through a
+    connection with its password from an env var."""
+    name = f"glue_shop_{os.getpid()}"
+    engine = sa.create_engine(pg_server.create_database(name))
+    state = pg_server.create_database(f"glue_shop_state_{os.getpid()}")
+    with engine.begin() as c:
+        c.execute(sa.text("CREATE TABLE regions (region_key INT PRIMARY KEY, name TEXT)"))
+        c.execute(sa.text("INSERT INTO regions VALUES (1, 'north'), (2, 'south'), (3, NULL)"))
+        c.execute(sa.text("CREATE TABLE orders (id INT PRIMARY KEY, region_id INT, "
+                          "total NUMERIC(7,2))"))
+        c.execute(sa.text("INSERT INTO orders VALUES (1, 1, 5.00), (2, 2, 7.50), (3, 3, 1)"))
+        c.execute(sa.text("CREATE TABLE customers (cid INT PRIMARY KEY, cname TEXT)"))
+        c.execute(sa.text("INSERT INTO customers VALUES (10, 'ann')"))
+    (tmp_path / "catalog.json").write_text(json.dumps({
+        "connections": {"pg-shop": {
+            "JDBC_CONNECTION_URL": f"jdbc:postgresql://127.0.0.1:{pg_server.port}/{name}",
+            "USERNAME": "postgres", "password_env": "SHOP_PG_PASSWORD"}},
+        "shop.customers": {"connection": "pg-shop", "table": "customers",
+                           "columns": [{"Name": "cid", "Type": "bigint"},
+                                       {"Name": "cname", "Type": "string"}]}}))
+    env = {"SPARKMARK_STATE": state, "SPARKMARK_GLUE_CATALOG": str(tmp_path / "catalog.json"),
+           "SHOP_PG_PASSWORD": "unused-with-trust-auth"}
+    item = {"name": "shop", "script": "jdbc_connections.py",
+            "argv": ["--JOB_NAME", "shop", *ENABLE, "--database", name,
+                     "--TempDir", "s3://tmp/redshift"]}
+    first = run_plan(tmp_path, [item], env, "1")
+    assert first["shop"]["code"] == 0, first["shop"]["error"]
+    with engine.begin() as c:
+        c.execute(sa.text("INSERT INTO orders VALUES (4, 1, 2.25)"))
+        c.execute(sa.text("INSERT INTO customers VALUES (11, 'bob')"))
+    second = run_plan(tmp_path, [item], env, "2")
+    assert second["shop"]["code"] == 0, second["shop"]["error"]
+    assert [r["status"] for r in ledger_rows(state, job="shop")] == ["SUCCEEDED", "SUCCEEDED"]
+    with engine.connect() as c:
+        copied = c.execute(sa.text("SELECT id, name, total FROM orders_copy ORDER BY id")).all()
+        cols = [r[0] for r in c.execute(sa.text(
+            "SELECT column_name FROM information_schema.columns WHERE table_name = "
+            "'orders_copy' ORDER BY ordinal_position"))]
+        customers = c.execute(sa.text("SELECT cid, cname FROM customers_copy ORDER BY cid")).all()
+    # every order once (the NULL-named region came through the first hash query), run 2 only
+    # the new one; Glue's columns, no sm_ columns in the target
+    assert [(i, n, float(t)) for i, n, t in copied] == [
+        (1, "north", 5.0), (2, "south", 7.5), (3, None, 1.0), (4, "north", 2.25)]
+    assert not [c for c in cols if c.startswith("sm_")]
+    assert customers == [(10, "ann"), (11, "bob")]
+    engine.dispose()

@@ -85,11 +85,17 @@ class Connection:
 
     @property
     def vendor(self) -> str:
-        """``postgresql`` for ``jdbc:postgresql://...``."""
+        """``postgresql`` for ``jdbc:postgresql://...``.
+
+            connection("pg").vendor  # "postgresql"
+        """
         return self.url.split(":", 2)[1].lower()
 
     def url_for(self, database: str | None) -> str:
-        """The URL with its database replaced (``from_jdbc_conf``'s ``database`` option)."""
+        """The URL with its database replaced (``from_jdbc_conf``'s ``database`` option).
+
+            connection("pg").url_for("sales")
+        """
         if not database:
             return self.url
         head, sep, query = self.url.partition("?")
@@ -103,7 +109,10 @@ class Connection:
 
     @property
     def base_url(self) -> str:
-        """The URL without its database, as Glue's ``extract_jdbc_conf`` returns ``url``."""
+        """The URL without its database, as Glue's ``extract_jdbc_conf`` returns ``url``.
+
+            connection("pg").base_url  # "jdbc:postgresql://db:5432"
+        """
         head = self.url.split("?")[0]
         scheme, sep, rest = head.partition("://")
         return f"{scheme}://{rest.split('/', 1)[0]}" if sep else head
@@ -147,7 +156,10 @@ def _columns(where: str, raw: Any) -> tuple[tuple[str, str], ...]:
 
 def parse_connection(name: str, entry: Any, source: str,
                      env: Mapping[str, str] | None = None) -> Connection:
-    """Validate one entry of the ``connections`` section (pure but for env)."""
+    """Validate one entry of the ``connections`` section (pure but for env).
+
+        parse_connection("pg", {"url": "jdbc:postgresql://db/hr", "user": "etl"}, "test")
+    """
     env = os.environ if env is None else env
     where = f"catalog mapping {source}, connection {name!r}"
     if not isinstance(entry, Mapping):
@@ -175,7 +187,10 @@ def _check_name(database: Any, table_name: Any) -> str:
 def parse_entry(name: str, entry: Any, source: str, base_dir: str | None = None,
                 connections: Mapping[str, Any] | None = None,
                 env: Mapping[str, str] | None = None) -> CatalogTable:
-    """Validate one mapping-file entry (pure but for env ``password_env``)."""
+    """Validate one mapping-file entry (pure but for env ``password_env``).
+
+        parse_entry("db.t", {"path": "s3://b/t", "format": "csv"}, "test")
+    """
     env = os.environ if env is None else env
     where = f"catalog mapping {source}, entry {name!r}"
     if not isinstance(entry, Mapping):
@@ -291,7 +306,10 @@ def _storage_properties(text: Any) -> dict[str, str]:
 
 def lookup(spark: "SparkSession", database: Any, table_name: Any,
            env: Mapping[str, str] | None = None) -> CatalogTable:
-    """Find ``database.table_name``: the Spark catalog, then ``SPARKMARK_GLUE_CATALOG``."""
+    """Find ``database.table_name``: the Spark catalog, then ``SPARKMARK_GLUE_CATALOG``.
+
+        lookup(spark, "hr", "emp").kind  # "jdbc"
+    """
     name = _check_name(database, table_name)
     found = _spark_table(spark, database.strip(), table_name.strip())
     if found is not None:
@@ -346,7 +364,10 @@ def connection(name: Any, env: Mapping[str, str] | None = None) -> Connection:
 
 
 def column_types(table: CatalogTable, spark: "SparkSession") -> dict[str, Any]:
-    """``{name: Spark type}`` of a catalog table's columns (mapping file or Spark catalog)."""
+    """``{name: Spark type}`` of a catalog table's columns (mapping file or Spark catalog).
+
+        column_types(lookup(spark, "db", "t"), spark)  # {"id": LongType()}
+    """
     from .fields import glue_type
     if table.columns:
         out = {}

@@ -159,7 +159,10 @@ class GlueContext:
 
     @property
     def sparkContext(self):
-        """The SparkContext: ``glueContext.sparkContext``."""
+        """The SparkContext: ``glueContext.sparkContext``.
+
+            sc = glueContext.sparkContext
+        """
         return self._sc
 
     def get_logger(self) -> GlueLogger:
@@ -168,23 +171,43 @@ class GlueContext:
 
     # -- Glue's flat method names
     def create_dynamic_frame_from_options(self, *args: Any, **kwargs: Any) -> DynamicFrame:
-        """Same as ``create_dynamic_frame.from_options``."""
+        """Same as ``create_dynamic_frame.from_options``.
+
+            glueContext.create_dynamic_frame_from_options("s3", {"paths": ["s3://b/in"]},
+                                                          format="json")
+        """
         return self.create_dynamic_frame.from_options(*args, **kwargs)
 
     def create_dynamic_frame_from_catalog(self, *args: Any, **kwargs: Any) -> DynamicFrame:
-        """Same as ``create_dynamic_frame.from_catalog``."""
+        """Same as ``create_dynamic_frame.from_catalog``.
+
+            glueContext.create_dynamic_frame_from_catalog(database="db", table_name="t")
+        """
         return self.create_dynamic_frame.from_catalog(*args, **kwargs)
 
     def write_dynamic_frame_from_options(self, *args: Any, **kwargs: Any) -> DynamicFrame:
-        """Same as ``write_dynamic_frame.from_options``."""
+        """Same as ``write_dynamic_frame.from_options``.
+
+            glueContext.write_dynamic_frame_from_options(
+                frame=f, connection_type="s3", connection_options={"path": "s3://b/out"},
+                format="json")
+        """
         return self.write_dynamic_frame.from_options(*args, **kwargs)
 
     def write_dynamic_frame_from_catalog(self, *args: Any, **kwargs: Any) -> DynamicFrame:
-        """Same as ``write_dynamic_frame.from_catalog``."""
+        """Same as ``write_dynamic_frame.from_catalog``.
+
+            glueContext.write_dynamic_frame_from_catalog(frame=f, database="db", table_name="t")
+        """
         return self.write_dynamic_frame.from_catalog(*args, **kwargs)
 
     def write_dynamic_frame_from_jdbc_conf(self, *args: Any, **kwargs: Any) -> DynamicFrame:
-        """Same as ``write_dynamic_frame.from_jdbc_conf``."""
+        """Same as ``write_dynamic_frame.from_jdbc_conf``.
+
+            glueContext.write_dynamic_frame_from_jdbc_conf(
+                frame=f, catalog_connection="pg",
+                connection_options={"dbtable": "t", "database": "db"})
+        """
         return self.write_dynamic_frame.from_jdbc_conf(*args, **kwargs)
 
     write_from_jdbc_conf = write_dynamic_frame_from_jdbc_conf
@@ -626,7 +649,12 @@ class DynamicFrameReader:
                      redshift_tmp_dir: str = "", transformation_ctx: str = "",
                      push_down_predicate: str = "", additional_options: Any = None,
                      catalog_id: Any = None, **kwargs: Any) -> DynamicFrame:
-        """A table of the Spark catalog or of ``SPARKMARK_GLUE_CATALOG``."""
+        """A table of the Spark catalog or of ``SPARKMARK_GLUE_CATALOG``.
+
+            glueContext.create_dynamic_frame.from_catalog(
+                database="hr", table_name="emp", transformation_ctx="emp",
+                additional_options={"jobBookmarkKeys": ["empno"]})
+        """
         call = "create_dynamic_frame.from_catalog"
         if kwargs.get("name_space") and database is None:
             database = kwargs.pop("name_space")
@@ -691,7 +719,13 @@ class DynamicFrameWriter:
                      connection_options: Any = None, format: Any = None,
                      format_options: Any = None, transformation_ctx: str = "",
                      **kwargs: Any) -> DynamicFrame:
-        """Files (``path``, ``partitionKeys``, ``compression``) or a database table."""
+        """Files (``path``, ``partitionKeys``, ``compression``) or a database table.
+
+            glueContext.write_dynamic_frame.from_options(
+                frame=f, connection_type="s3",
+                connection_options={"path": "s3://b/out", "partitionKeys": ["day"]},
+                format="parquet", transformation_ctx="sink")
+        """
         call = "write_dynamic_frame.from_options"
         if kwargs:
             raise GlueUnsupportedError(unsupported_message(f"{call} argument(s) {sorted(kwargs)}"))
@@ -731,7 +765,11 @@ class DynamicFrameWriter:
                      redshift_tmp_dir: str = "", transformation_ctx: str = "",
                      additional_options: Any = None, catalog_id: Any = None,
                      **kwargs: Any) -> DynamicFrame:
-        """A file or JDBC table of ``SPARKMARK_GLUE_CATALOG``."""
+        """A file or JDBC table of ``SPARKMARK_GLUE_CATALOG``.
+
+            glueContext.write_dynamic_frame.from_catalog(
+                frame=f, database="db", table_name="target", transformation_ctx="sink")
+        """
         call = "write_dynamic_frame.from_catalog"
         if kwargs or catalog_id is not None:
             raise GlueUnsupportedError(unsupported_message(

@@ -195,7 +195,8 @@ class DynamicFrame:
 
     def select_fields(self, paths: Sequence[str], transformation_ctx: str = "", info: str = "",
                       stageThreshold: int = 0, totalThreshold: int = 0) -> "DynamicFrame":
-        """Keep these top-level fields (absent ones are skipped): ``frame.select_fields(["id"])``."""
+        """Keep these top-level fields (absent ones are skipped):
+        ``frame.select_fields(["id"])``."""
         names = self._top_level(paths, "SelectFields", "use ApplyMapping with a dotted source")
         cols = [hit[0] for n in names
                 if (hit := find_field(self._df.schema, [n], case_sensitive=True)) is not None]

@@ -95,7 +95,10 @@ def glue_type(type_name: Any, what: Any) -> "DataType | None":
 
 
 def try_cast(col: "Column", dtype: "DataType") -> "Column":
-    """Cast with Glue's rule: a value that does not fit becomes null (no ANSI error)."""
+    """Cast with Glue's rule: a value that does not fit becomes null (no ANSI error).
+
+        try_cast(F.col("id"), LongType())
+    """
     if hasattr(col, "try_cast"):  # Spark 4
         return col.try_cast(dtype)
     return col.cast(dtype)  # Spark 3.5 without ANSI mode: null on failure too

@@ -1,4 +1,4 @@
-"""Glue's ``Job``: ``Job(glueContext)``, ``init(name, args)``, ``commit()`` on sparkmark's bookmarks.
+"""Glue's ``Job``: ``Job(glueContext)``, ``init(name, args)``, ``commit()`` on sparkmark bookmarks.
 
 ``init`` starts a :class:`sparkmark.Job` run (state store from env ``SPARKMARK_STATE``, else
 sparkmark's default) with the arguments from ``getResolvedOptions`` — ``job_bookmark_option``,
@@ -63,12 +63,18 @@ class Job:
 
     @property
     def sparkmark_job(self) -> _sm_job.Job:
-        """The :class:`sparkmark.Job` behind this Glue job (run id, ledger, ...)."""
+        """The :class:`sparkmark.Job` behind this Glue job (run id, ledger, ...).
+
+            job.sparkmark_job.run_id
+        """
         return self._job
 
     @property
     def run_id(self) -> str | None:
-        """The current (or last) run's id: ``job.run_id``."""
+        """The current (or last) run's id: ``job.run_id``.
+
+            print(job.run_id)
+        """
         return self._job.run_id
 
     def init(self, job_name: str | None = None,
@@ -87,30 +93,6 @@ class Job:
         """Save the bookmark (when enabled), finish the ledger row and publish the output:
         ``job.commit()``."""
         return self._job.commit()
-
-    # -- a script that dies or forgets to commit
-    def _on_error(self, error: BaseException) -> None:
-        if self._job.active:
-            try:
-                self._job.fail(error)
-            except Exception:  # noqa: BLE001 - the script's own error is reported anyway
-                pass
-
-    def _at_exit(self) -> None:
-        job = self._job
-        if not job.active:
-            return
-        try:
-            staged = sorted(job.staged_state)
-            if not staged:
-                job.commit(keep_bookmark=True, note=NOT_COMMITTED_NOTE)
-                return
-            job.fail(f"the script ended without job.commit() after bookmarked source(s) "
-                     f"{staged} read new input: the run's output was discarded (keeping it "
-                     "would write that input again on the next run, since the bookmark did "
-                     "not move); call job.commit() at the end of the script")
-        except Exception:  # noqa: BLE001 - nothing more can be done at exit
-            pass
 
     def __getattr__(self, name: str) -> Any:
         raise attribute_error("Job", name, _HINTS)
@@ -131,10 +113,24 @@ def finish_running_jobs(error: BaseException | None = None) -> None:
         runpy.run_path("job.py", run_name="__main__")
         finish_running_jobs()
     """
-    for job in list(_RUNNING):
-        if error is not None:
-            job._on_error(error)
-        job._at_exit()
+    for glue_job in list(_RUNNING):
+        job = glue_job.sparkmark_job
+        if not job.active:
+            continue
+        try:
+            if error is not None:
+                job.fail(error)
+                continue
+            staged = sorted(job.staged_state)
+            if not staged:
+                job.commit(keep_bookmark=True, note=NOT_COMMITTED_NOTE)
+                continue
+            job.fail(f"the script ended without job.commit() after bookmarked source(s) "
+                     f"{staged} read new input: the run's output was discarded (keeping it "
+                     "would write that input again on the next run, since the bookmark did "
+                     "not move); call job.commit() at the end of the script")
+        except Exception:  # noqa: BLE001 - the script's own end is reported anyway
+            pass
 
 
 def _install_hooks() -> None:

@@ -231,7 +231,10 @@ def _unsupported_transform(name: str, hint: str | None) -> type:
     def __call__(self, *args: Any, **kwargs: Any) -> DynamicFrame:
         raise GlueUnsupportedError(unsupported_message(f"{name}.apply", hint))
     return type(name, (GlueTransform,), {"__call__": __call__,
-                                         "__doc__": f"Not supported: {hint or ''}"})
+                                         "__doc__": f"Not supported by sparkmark.glue: "
+                                                    f"``{name}.apply(...)`` raises "
+                                                    f"GlueUnsupportedError. "
+                                                    f"{hint or ''}"})
 
 
 for _name, _hint in _UNSUPPORTED.items():
