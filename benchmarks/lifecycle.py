@@ -31,9 +31,9 @@ def measure(url: str, runs: int) -> list[float]:
     for i in range(runs):
         t0 = time.perf_counter()
         job = Job(None, state=url).init("bench", args)
-        job._bookmark_for("src")
-        job._stage_state("src", {"low": i, "high": i + 1, "files": [["h" * 16, i]] * 20},
-                         {"new_input": True})
+        job.bookmark("src")
+        job.record_read("src", {"low": i, "high": i + 1, "files": [["h" * 16, i]] * 20},
+                        {"new_input": True})
         job.commit()
         times.append((time.perf_counter() - t0) * 1000)
     return times

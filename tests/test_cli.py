@@ -7,7 +7,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 
 from sparkmark import Job
 from sparkmark.options import ENABLE
@@ -28,8 +27,8 @@ def _runs(url, clock, n=2):
     ids = []
     for i in range(n):
         job = Job(None, state=url, clock=clock).init("orders", EN)
-        job._bookmark_for("src")
-        job._stage_state("src", {"high": i}, {"new_input": True})
+        job.bookmark("src")
+        job.record_read("src", {"high": i}, {"new_input": True})
         job.commit()
         ids.append(job.run_id)
         clock.advance(1000)

@@ -67,7 +67,7 @@ HOLDER = textwrap.dedent("""
     import sys, time
     from sparkmark import Job
     job = Job(None, state=sys.argv[1]).init("held", {"job_bookmark_option": "job-bookmark-enable"})
-    job._bookmark_for("src"); job._stage_state("src", {"n": 1}, {"new_input": True})
+    job.bookmark("src"); job.record_read("src", {"n": 1}, {"new_input": True})
     print(job.run_id, flush=True)
     time.sleep(600)
 """)

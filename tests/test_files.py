@@ -3,7 +3,6 @@ state store, an injected clock.  Every format; scan metrics; late, modified and 
 bounds; pause with from/to; disable; partitions; exclusions; recurse; listing equivalence."""
 from __future__ import annotations
 
-import datetime as dt
 import json
 import os
 

@@ -128,7 +128,7 @@ def test_state_of_another_source_kind_is_a_clear_error(spark, sqlite_url, clock,
     src = str(tmp_path / "in")
     put(f"{src}/a.json", '{"id": 1}\n', clock.now - MIN)
     job = Job(spark, state=sqlite_url, clock=clock).init("orders", ENABLE)
-    job._stage_state("src", {"kind": "jdbc", "last": [1]}, {"new_input": True})
+    job.record_read("src", {"kind": "jdbc", "last": [1]}, {"new_input": True})
     job.commit()
     job = Job(spark, state=sqlite_url, clock=clock).init("orders", ENABLE)
     with pytest.raises(ConfigError, match="own transformation_ctx"):

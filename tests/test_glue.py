@@ -14,18 +14,17 @@ import os
 import pytest
 
 from sparkmark import Bookmarks
-from sparkmark.errors import (ConfigError, JobStateError, SinkError, SourceError,
-                              SparkmarkError)
+from sparkmark.errors import ConfigError, SinkError, SourceError, SparkmarkError
 
 # importing sparkmark.glue may set PYSPARK_SUBMIT_ARGS (for a script's bare SparkContext());
 # keep this test process's Spark exactly as conftest starts it
 _SUBMIT_ARGS = os.environ.get("PYSPARK_SUBMIT_ARGS")
 from sparkmark.glue import GlueUnsupportedError, local_submit_args  # noqa: E402
-from sparkmark.glue.catalog import find_in_mapping, lookup, parse_entry
-from sparkmark.glue.formats import (glue_column_names, glue_format, reader_options,
-                                    writer_options)
-from sparkmark.glue.paths import load_path_map, map_path, parse_path_map
-from sparkmark.glue.transforms import split_path
+from sparkmark.glue.catalog import find_in_mapping, lookup, parse_entry  # noqa: E402
+from sparkmark.glue.formats import (glue_column_names, glue_format,  # noqa: E402
+                                    reader_options, writer_options)
+from sparkmark.glue.paths import load_path_map, map_path, parse_path_map  # noqa: E402
+from sparkmark.glue.transforms import split_path  # noqa: E402
 from sparkmark.glue.utils import getResolvedOptions  # noqa: E402
 
 if _SUBMIT_ARGS is None:

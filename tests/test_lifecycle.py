@@ -6,6 +6,7 @@ import json
 import pytest
 import sqlalchemy as sa
 
+from sparkmark.run import ReadMode
 from sparkmark import Bookmarks, Job
 from sparkmark.errors import (BookmarkConflictError, ConfigError, JobStateError,
                               StateCorruptError, UnknownJobError, UnknownRunError)
@@ -20,8 +21,8 @@ def _run(url, clock, args=EN, elements=None, fail=False, name="orders"):
     job.init(name, args)
     seen = {}
     for ctx, element in (elements or {}).items():
-        seen[ctx] = job._bookmark_for(ctx)
-        job._stage_state(ctx, element, {"new_input": True})
+        seen[ctx] = job.bookmark(ctx)
+        job.record_read(ctx, element, {"new_input": True})
     if fail:
         job.fail(RuntimeError("boom in transform"))
     else:
@@ -71,7 +72,7 @@ def test_disable_reads_everything_and_writes_no_state(state_url, clock):
     _run(state_url, clock, elements={"src": {"high": 1}})
     _, seen = _run(state_url, clock, args={"job_bookmark_option": DISABLE},
                    elements={"src": {"high": 9}})
-    assert seen["src"] is None
+    assert seen["src"].mode is ReadMode.ALL and seen["src"].previous is None
     e = Bookmarks(state_url).get("orders")
     assert e["Version"] == 1 and e["JobBookmark"] == {"src": {"high": 1}}
     assert _ledger(state_url)[-1]["bookmark_option"] == DISABLE
@@ -82,7 +83,7 @@ def test_pause_reads_since_last_state_without_saving(state_url, clock):
     _, seen = _run(state_url, clock, args={"job_bookmark_option": PAUSE},
                    elements={"src": {"high": 2}})
     assert seen["src"].previous == {"high": 1} and seen["src"].upper is None
-    assert not seen["src"].save
+    assert seen["src"].mode is ReadMode.INCREMENTAL and not seen["src"].save
     assert Bookmarks(state_url).get("orders")["JobBookmark"] == {"src": {"high": 1}}
 
 
@@ -95,6 +96,7 @@ def test_pause_from_to_hands_both_elements(state_url, clock):
                                            "job_bookmark_to": r3.run_id},
                    elements={"src": {"high": 99}})
     assert seen["src"].previous == {"high": 1} and seen["src"].upper == {"high": 3}
+    assert seen["src"].mode is ReadMode.REPLAY
     assert Bookmarks(state_url).get("orders")["Version"] == 3
 
 
@@ -120,12 +122,12 @@ def test_pause_with_unknown_or_reversed_runs_changes_nothing(state_url, clock):
 
 def test_run_context_manager_commits_or_records_failure(state_url, clock):
     with Job(None, state=state_url, clock=clock).run("cm", EN) as job:
-        job._bookmark_for("src")
-        job._stage_state("src", {"n": 1}, {"new_input": True})
+        job.bookmark("src")
+        job.record_read("src", {"n": 1}, {"new_input": True})
     with pytest.raises(ZeroDivisionError):
         with Job(None, state=state_url, clock=clock).run("cm", EN) as job:
-            job._bookmark_for("src")
-            job._stage_state("src", {"n": 2}, {"new_input": True})
+            job.bookmark("src")
+            job.record_read("src", {"n": 2}, {"new_input": True})
             1 / 0
     rows = _ledger(state_url, "cm")
     assert [r["status"] for r in rows] == ["SUCCEEDED", "FAILED"]
@@ -135,8 +137,8 @@ def test_run_context_manager_commits_or_records_failure(state_url, clock):
 
 def test_empty_status_when_no_source_found_new_input(state_url, clock):
     job = Job(None, state=state_url, clock=clock).init("quiet", EN)
-    job._bookmark_for("src")
-    job._stage_state("src", {"n": 1}, {"new_input": False})
+    job.bookmark("src")
+    job.record_read("src", {"n": 1}, {"new_input": False})
     job.commit()
     assert _ledger(state_url, "quiet")[-1]["status"] == "EMPTY"
 
@@ -150,9 +152,10 @@ def test_wrong_order_and_bad_contexts(state_url, clock):
     job.init("o", EN)
     with pytest.raises(JobStateError, match="already has run"):
         job.init("o", EN)
-    job._bookmark_for("src")
+    job.bookmark("src")
+    job.record_read("src", {"n": 1}, {"new_input": True})
     with pytest.raises(ConfigError, match="used twice"):
-        job._bookmark_for("src")
+        job.bookmark("src")
     job.commit()
     with pytest.raises(JobStateError):
         job.commit()
@@ -161,8 +164,8 @@ def test_wrong_order_and_bad_contexts(state_url, clock):
 def test_commit_checks_the_version_it_started_from(state_url, clock):
     _run(state_url, clock, elements={"src": {"high": 1}})
     job = Job(None, state=state_url, clock=clock).init("orders", EN)
-    job._bookmark_for("src")
-    job._stage_state("src", {"high": 2}, {"new_input": True})
+    job.bookmark("src")
+    job.record_read("src", {"high": 2}, {"new_input": True})
     # An operator resets the bookmark while the run is away (its lease looks expired to them).
     Bookmarks(state_url, clock=lambda: clock.now + 10**9).reset("orders")
     with pytest.raises(BookmarkConflictError, match="changed while run"):

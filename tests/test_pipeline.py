@@ -222,12 +222,12 @@ def test_bookmarked_source_inside_module_commits_and_rewinds(spark, tmp_path, sq
     clock.now = DAY0
     p = Pipeline("src", spark, state=sqlite_url, primordial_date="2024-03-01", clock=clock)
 
-    def read_lines(job, ctx):           # a minimal source on the Job's source protocol
-        bm = job._bookmark_for(ctx)
-        pos = (bm.previous or {}).get("pos", 0) if bm else 0
+    def read_lines(job, ctx):           # a minimal source on the public RunContext seam
+        bm = job.bookmark(ctx)
+        pos = (bm.previous or {}).get("pos", 0)
         lines = inbox.read_text().splitlines()
         new = lines[pos:]
-        job._stage_state(ctx, {"pos": len(lines)}, {"new_input": bool(new), "records": len(new)})
+        job.record_read(ctx, {"pos": len(lines)}, {"new_input": bool(new), "records": len(new)})
         return spark.createDataFrame([(x,) for x in new], "v string")
 
     @p.module(id=1, name="Lines", layer="bronze", target=str(tmp_path / "lines"))

@@ -106,7 +106,7 @@ def bookmark_history(job: str = typer.Argument(..., help="Job name"),
         for r in rows:
             t.add_row(str(r["Version"]), r["Kind"], str(r["Run"]), str(r["Attempt"]),
                       r["RunId"] or "", r["RewoundToRunId"] or "",
-                      format_ts(r["CreatedTs"], "UTC"), ", ".join(sorted(r["JobBookmark"])))
+                      format_ts(r["CreatedTs"], "UTC") or "", ", ".join(sorted(r["JobBookmark"])))
         out.print(t)
     _guard(body)
 

@@ -1,4 +1,7 @@
-"""Time in sparkmark is epoch milliseconds, UTC.  Jobs and pipelines take an injectable clock."""
+"""Time in sparkmark is epoch milliseconds, UTC.  Jobs and pipelines take an injectable clock.
+
+    job = Job(spark, clock=lambda: 1_700_000_000_000)   # a fixed clock, e.g. in a test
+"""
 from __future__ import annotations
 
 import time
@@ -12,18 +15,26 @@ def system_clock() -> int:
     return time.time_ns() // 1_000_000
 
 
-def format_ts(ts_ms: int | None, timezone: str = "UTC") -> str:
-    """Epoch ms shown as ``YYYY-MM-DD HH:MM:SS.mmm`` in ``timezone`` (an IANA name)."""
+def format_ts(ts_ms: int | None, tz: str = "UTC") -> str | None:
+    """Epoch ms shown in the IANA time zone ``tz`` as ISO 8601 with milliseconds and the offset.
+
+    The one formatter of times for people (CLI, ledger, pipelines)::
+
+        >>> format_ts(1_609_459_200_000, "Europe/Paris")
+        '2021-01-01 01:00:00.000+01:00'
+        >>> format_ts(None) is None
+        True
+    """
     if ts_ms is None:
-        return ""
+        return None
     from datetime import datetime, timezone as _tz
     from zoneinfo import ZoneInfo
 
     from .errors import ConfigError
     try:
-        zone = ZoneInfo(timezone)
+        zone = ZoneInfo(tz.strip())
     except Exception:  # noqa: BLE001 - ZoneInfoNotFoundError, ValueError
-        raise ConfigError(f"unknown timezone {timezone!r}; use an IANA name such as "
+        raise ConfigError(f"unknown timezone {tz!r}; use an IANA name such as "
                           "'UTC' or 'Europe/Berlin'") from None
     dt = datetime.fromtimestamp(ts_ms / 1000, tz=_tz.utc).astimezone(zone)
-    return dt.strftime("%Y-%m-%d %H:%M:%S.") + f"{int(ts_ms) % 1000:03d}"
+    return dt.isoformat(sep=" ", timespec="milliseconds")

@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from .status import RunStatus
+
 MIN = 60_000
 JOB = "demo_orders"
 
@@ -145,7 +147,7 @@ def files_part(ctx: DemoContext) -> bool:
                                F.col("amount").cast("double"))
                 names = sorted(p.rsplit("/", 1)[-1] for p in df.inputFiles())
                 rows = df.count()
-                info = job._sources.get(src_ctx, {})
+                info = job.reads.get(src_ctx, {})
                 lines.append((src_ctx, fmt, names, rows, info.get("waiting", 0)))
                 frames.append(df)
             union = frames[0]
@@ -181,7 +183,7 @@ def files_part(ctx: DemoContext) -> bool:
     ok &= ctx.check("the late file inside the band was caught in run 2",
                     any(o == 31 for o, _ in got))
     ok &= ctx.check("run 3 found nothing new and was recorded EMPTY",
-                    statuses[2:3] == ["EMPTY"])
+                    statuses[2:3] == [RunStatus.EMPTY])
     ok &= ctx.check("the rewritten file was reprocessed in run 4",
                     per_run[3][1] == 4 + 3)
     return ok

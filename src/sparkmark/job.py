@@ -11,10 +11,11 @@ or, committing on success and recording FAILED on an exception::
     with Job(spark).run("orders", args) as job:
         ...
 
-Sources ask the job for their bookmark (``_bookmark_for``) and hand back the element to commit
-(``_stage_state``); sinks stage their output and register it (``_register_output``).  ``commit``
-then saves every element, the new version and the finished ledger row in one transaction, and
-publishes the staged output.
+``Job`` implements :class:`sparkmark.run.RunContext`, the public seam sources and sinks use:
+a source asks for its bookmark (``bookmark``) and hands back the element to commit
+(``record_read``); a sink records its staged output before writing it (``stage_output``) and
+counts rows (``add_written``).  ``commit`` then saves every element, the new version and the
+finished ledger row in one transaction, and publishes the staged output.
 """
 from __future__ import annotations
 
@@ -24,68 +25,79 @@ import threading
 import traceback
 import uuid
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
 
 from .clock import Clock, system_clock
 from .errors import ConfigError, JobStateError, SparkmarkError
 from .options import ENABLE, PAUSE, BookmarkArgs, parse_job_args
+from .run import ReadMode, SourceBookmark, StagedOutput
+from .sinks import publish as publish_
+from .sinks import write_files, write_jdbc
+from .sources.files import read_files
+from .sources.jdbc import read_jdbc
 from .state import StateStore, open_store
 from .state.lease import DEFAULT_LEASE_MS
-from .state.store import EMPTY, FAILED, SUCCEEDED
+from .status import PublishState, RunStatus
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 
-@dataclass(frozen=True)
-class SourceBookmark:
-    """What a bookmarked source needs to plan its read.
+class JobReader:
+    """``job.read``: bookmarked readers.  Each returns a Spark DataFrame of the new input only.
 
-    ``previous``: the element to continue from (``None``: nothing processed yet, read all).
-    ``upper``: for pause with from/to, the element committed by the ``to`` run (read no further).
-    ``listing_ts``: the run's listing time T in epoch ms.
-    ``save``: whether ``commit()`` will save the element the source stages.
+    Example::
+
+        df = job.read.files("data/in/orders", format="json", transformation_ctx="orders_src")
     """
 
-    ctx: str
-    previous: dict[str, Any] | None
-    upper: dict[str, Any] | None
-    listing_ts: int
-    save: bool
-
-
-class JobReader:
-    """``job.read``: bookmarked readers.  Each returns a Spark DataFrame of the new input only."""
-
     def __init__(self, job: "Job"):
-        self._job = job
+        self.job = job
 
     def files(self, path: str | Sequence[str], format: str = "json",
               transformation_ctx: str | None = None,
               options: Mapping[str, Any] | None = None) -> "DataFrame":
-        """Files under ``path`` that are new since the last committed run (SPEC §3)."""
-        from .sources.files import read_files
-        return read_files(self._job, path, format=format, transformation_ctx=transformation_ctx,
+        """Files under ``path`` that are new since the last committed run (SPEC §3).
+
+        Example: ``job.read.files("in/", format="csv", transformation_ctx="src",
+        options={"header": True, "maxBand": 600000})``
+        """
+        self.job.require_active("read")
+        return read_files(self.job, path, format=format, transformation_ctx=transformation_ctx,
                           options=dict(options or {}))
 
     def jdbc(self, url: str, table: str, transformation_ctx: str | None = None,
              bookmark_keys: Sequence[str] | None = None, sort_order: str = "asc",
              properties: Mapping[str, Any] | None = None,
              options: Mapping[str, Any] | None = None) -> "DataFrame":
-        """Rows of a database table whose bookmark key is past the last committed one (SPEC §4)."""
-        from .sources.jdbc import read_jdbc
-        return read_jdbc(self._job, url, table=table, transformation_ctx=transformation_ctx,
+        """Rows of a database table whose bookmark key is past the last committed one (SPEC §4).
+
+        Example: ``job.read.jdbc(url, table="emp", transformation_ctx="emp_src",
+        bookmark_keys=["empno"], properties={"user": "etl", "password": pw})``
+        """
+        self.job.require_active("read")
+        return read_jdbc(self.job, url, table=table, transformation_ctx=transformation_ctx,
                          bookmark_keys=bookmark_keys, sort_order=sort_order,
                          properties=dict(properties or {}), options=dict(options or {}))
 
 
 class Job:
-    """A named unit of incremental work with a bookmark and a ledger row per run."""
+    """A named unit of incremental work with a bookmark and a ledger row per run.
 
-    def __init__(self, spark: "SparkSession", state: str | None = None,
+    Example::
+
+        job = Job(spark, state="sqlite:///state.db")
+        job.init("orders", ["--job-bookmark-option", "job-bookmark-enable"])
+        df = job.read.files("in/orders", format="json", transformation_ctx="src")
+        job.write(df, "out/orders", transformation_ctx="sink")
+        job.commit()
+
+    It is also the :class:`~sparkmark.run.RunContext` its sources and sinks talk to.
+    """
+
+    def __init__(self, spark: "SparkSession", state: str | StateStore | None = None,
                  clock: Clock | None = None, *, lease_ms: int | None = None):
-        self.spark = spark
+        self._spark = spark
         self.store: StateStore = state if isinstance(state, StateStore) else open_store(state)
         self.clock: Clock = clock or system_clock
         self.lease_ms = lease_ms or DEFAULT_LEASE_MS
@@ -93,11 +105,11 @@ class Job:
         self._reset_run_fields()
 
     def _reset_run_fields(self) -> None:
-        self.job_name: str | None = None
-        self.run_id: str | None = None
+        self._job_name: str | None = None
+        self._run_id: str | None = None
         self.run_number: int | None = None
         self.attempt: int | None = None
-        self.snapshot_ts: int | None = None
+        self._snapshot_ts: int | None = None
         self.args: BookmarkArgs | None = None
         self.start_version: int | None = None
         self.previous_run_id: str | None = None
@@ -106,28 +118,47 @@ class Job:
         self._to_state: dict[str, Any] | None = None
         self._staged: dict[str, Any] = {}
         self._sources: dict[str, dict[str, Any]] = {}
-        self._outputs: list[dict[str, Any]] = []
-        self._sink_properties: dict[str, dict[str, Any]] = {}  # JDBC targets' credentials
+        self._outputs: list[StagedOutput] = []
         self._records_read: int | None = None
         self._records_written = 0
-        self._ledger_fields: dict[str, Any] = {}
-        self._status_override: str | None = None     # pipelines: SUCCEEDED/EMPTY by their rule
-        self._config_extra: dict[str, Any] = {}      # pipelines: merged into the ledger config
+        self._config_extra: dict[str, Any] = {}
         self._active = False
         self._heartbeat: _Heartbeat | None = None
 
     # ------------------------------------------------------------------ properties
     @property
+    def spark(self) -> "SparkSession":
+        """The Spark session the job reads and writes with."""
+        return self._spark
+
+    @property
+    def job_name(self) -> str | None:
+        """The name of the job of the current (or last) run."""
+        return self._job_name
+
+    @property
+    def run_id(self) -> str | None:
+        """The current (or last) run's id (uuid4 hex)."""
+        return self._run_id
+
+    @property
+    def snapshot_ts(self) -> int | None:
+        """The run's snapshot time in epoch ms (stamped on every row it writes)."""
+        return self._snapshot_ts
+
+    @property
     def bookmark_option(self) -> str | None:
+        """``job-bookmark-enable``, ``-disable`` or ``-pause`` for the current run."""
         return self.args.option if self.args else None
 
     @property
     def listing_ts(self) -> int | None:
         """The run's listing time T (epoch ms): files with a later mtime wait for a later run."""
-        return self.snapshot_ts
+        return self._snapshot_ts
 
     @property
     def active(self) -> bool:
+        """Whether a run is in progress on this object (between ``init`` and commit/fail)."""
         return self._active
 
     @property
@@ -144,13 +175,26 @@ class Job:
             return {}
         return dict(self._staged)
 
+    @property
+    def reads(self) -> dict[str, dict[str, Any]]:
+        """What each bookmarked source read in this run, by ``transformation_ctx`` (a copy of
+        what goes into the ledger config under ``sources``).
+
+        Example: ``job.reads["orders_src"]["files"]``
+        """
+        return {k: dict(v) for k, v in self._sources.items()}
+
     # ------------------------------------------------------------------ lifecycle
     def init(self, name: str | None = None,
              args: Mapping[str, Any] | Sequence[str] | None = None, *,
-             ledger: Mapping[str, Any] | None = None, snapshot_ts: int | None = None) -> "Job":
+             ledger: Mapping[str, Any] | None = None, config: Mapping[str, Any] | None = None,
+             snapshot_ts: int | None = None) -> "Job":
         """Start a run: validate ``args``, take the job's lease and open its ledger row.
 
-        ``ledger`` and ``snapshot_ts`` are used by pipelines (module columns, shared snapshot).
+        ``ledger``: extra ledger columns (pipelines: module columns); ``config``: merged into
+        the run's ledger config; ``snapshot_ts``: a shared snapshot time (pipelines).
+
+        Example: ``job.init("orders", {"job_bookmark_option": "job-bookmark-enable"})``
         """
         if self._active:
             raise JobStateError(
@@ -164,7 +208,7 @@ class Job:
         if len(name) > 255:
             raise ConfigError(f"job name is too long ({len(name)} > 255 characters)")
         from_state = to_state = None
-        if parsed.from_run:
+        if parsed.from_run and parsed.to_run:
             v_from, v_to = self.store.validate_runs(name, [parsed.from_run, parsed.to_run])
             if v_to.version < v_from.version:
                 raise ConfigError(
@@ -174,36 +218,50 @@ class Job:
         now = self.clock()
         snapshot = now if snapshot_ts is None else snapshot_ts
         run_id = uuid.uuid4().hex
-        from . import sinks  # recovery of earlier runs' staged output
+        extra = dict(config or {})
         start = self.store.begin_run(
             name, run_id=run_id, option=parsed.option, now=now, snapshot_ts=snapshot,
             lease_ms=self.lease_ms, pid=os.getpid(),
-            ledger={"config": json.dumps({"args": parsed.as_config()}), **dict(ledger or {})})
+            ledger={"config": json.dumps({"args": parsed.as_config(), **extra}, default=str),
+                    **dict(ledger or {})})
         self._reset_run_fields()
-        self.job_name, self.run_id, self.args = name, run_id, parsed
+        self._job_name, self._run_id, self.args = name, run_id, parsed
         self.run_number, self.attempt = start.run_number, start.attempt
         self.start_version, self.previous_run_id = start.start_version, start.previous_run_id
-        self.snapshot_ts = snapshot
+        self._snapshot_ts = snapshot
         self._state = start.state
         self._from_state, self._to_state = from_state, to_state
+        self._config_extra = extra
         self._active = True
         self._heartbeat = _Heartbeat(self)
         try:
-            sinks.recover_job_outputs(self.spark, self.store, name)
+            publish_.recover_job_outputs(self.spark, self.store, name)
         except BaseException as e:
             self.fail(e)
             raise
         return self
 
-    def commit(self, *, keep_bookmark: bool = False, note: str | None = None) -> int:
+    def commit(self, status: RunStatus | str | None = None, *, keep_bookmark: bool = False,
+               note: str | None = None) -> int:
         """Save the staged state (enable), finish the ledger row, publish staged output.
 
-        ``keep_bookmark=True`` saves no bookmark state (the version does not move) but still
-        records the run and publishes its output; ``note`` is kept in the ledger row's config.
-        Returns the bookmark version after the commit.
+        ``status``: ``SUCCEEDED`` or ``EMPTY`` to decide the run's status yourself (pipelines
+        do, by their rule); by default a run whose bookmarked sources found no new input and
+        that wrote nothing is ``EMPTY``.  ``keep_bookmark=True`` saves no bookmark state (the
+        version does not move) but still records the run and publishes its output; ``note`` is
+        kept in the ledger row's config.  Returns the bookmark version after the commit.
+
+        Example: ``version = job.commit()``
         """
-        self._require_active("commit")
-        from . import sinks
+        self.require_active("commit")
+        if status is not None:
+            try:
+                status = RunStatus(status)
+            except ValueError:
+                status = None
+            if status not in RunStatus.progress():
+                raise ConfigError("commit(status=...) takes SUCCEEDED or EMPTY; use fail() or "
+                                  "skip() for the other endings")
         empty = (bool(self._sources) and not any(s.get("new_input") for s in self._sources.values())
                  and self._records_written == 0)
         save = self.args is not None and self.args.option == ENABLE and not keep_bookmark
@@ -213,38 +271,56 @@ class Job:
         if save:
             new_state = dict(self._state)
             new_state.update(self._staged)
-        fields = dict(self._ledger_fields)
-        fields.update(records_written=self._records_written,
-                      records_read=self._records_read,
-                      config=json.dumps(self._config(), default=str),
-                      outputs=json.dumps(self._outputs) if self._outputs else None,
-                      publish_state="pending" if self._outputs else None)
+        fields = {
+            "records_written": self._records_written, "records_read": self._records_read,
+            "config": json.dumps(self._config(), default=str),
+            "outputs": publish_.records(self._outputs),
+            "publish_state": PublishState.PENDING if self._outputs else None}
+        final = status or (RunStatus.EMPTY if empty else RunStatus.SUCCEEDED)
+        name, run_id, start_version = self.run_identity()
         try:
             version = self.store.commit_run(
-                self.job_name, self.run_id, start_version=self.start_version,
-                new_state=new_state, status=self._status_override or (EMPTY if empty else SUCCEEDED),
-                now=self.clock(),
-                fields=fields)
+                name, run_id, start_version=start_version,
+                new_state=new_state, status=final, now=self.clock(), fields=fields)
         except BaseException as e:
             self.fail(e)
             raise
         self._stop()
         # The run is committed: from here on its output must appear (roll forward on crash).
-        sinks.publish_outputs(self.spark, self.store, self.run_id, self._outputs,
-                              properties=self._sink_properties)
+        publish_.publish_outputs(self.spark, self.store, run_id, self._outputs)
         return version
 
     def fail(self, error: BaseException | str) -> None:
-        """Record the run FAILED with the error text; remove its staged output; keep the state."""
+        """Record the run FAILED with the error text; remove its staged output; keep the state.
+
+        Example::
+
+            try:
+                ...
+            except Exception as e:
+                job.fail(e)
+                raise
+        """
+        self._end(RunStatus.FAILED, error if isinstance(error, str) else _error_text(error))
+
+    def skip(self, reason: str) -> None:
+        """End the run ``SKIPPED`` (it did not run because a dependency failed), with ``reason``.
+
+        Like a failure it changes no bookmark and removes staged output, but it does not count
+        as a failed attempt.  Example: ``job.skip("dependency 1004 failed")``
+        """
+        self._end(RunStatus.SKIPPED, reason)
+
+    def _end(self, status: RunStatus, text: str) -> None:
         if not self._active:
             return
-        from . import sinks
-        text = error if isinstance(error, str) else _error_text(error)
+        name, run_id, _ = self.run_identity()
         try:
-            sinks.discard_outputs(self.spark, self._outputs, self._sink_properties)
+            publish_.discard_outputs(self.spark, self._outputs)
         finally:
             try:
-                self.store.fail_run(self.job_name, self.run_id, error=text, now=self.clock(),
+                self.store.fail_run(name, run_id, error=text, now=self.clock(),
+                                    status=status,
                                     fields={"records_written": self._records_written,
                                             "config": json.dumps(self._config(), default=str)})
             finally:
@@ -253,7 +329,14 @@ class Job:
     @contextmanager
     def run(self, name: str | None = None,
             args: Mapping[str, Any] | Sequence[str] | None = None) -> Iterator["Job"]:
-        """Context manager: commit on success, record FAILED (and re-raise) on an exception."""
+        """Context manager: commit on success, record FAILED (and re-raise) on an exception.
+
+        Example::
+
+            with Job(spark).run("orders", args) as job:
+                job.write(job.read.files("in", transformation_ctx="src"), "out",
+                          transformation_ctx="sink")
+        """
         self.init(name, args)
         try:
             yield self
@@ -271,11 +354,14 @@ class Job:
 
         ``stamp=False`` leaves out the ``sm_run_id``/``sm_snapshot_ts`` columns (the files are
         still named ``sm-<run_id>-...``, which is what publish and rollback go by).
+
+        Example: ``job.write(df, "out/orders", format="parquet", transformation_ctx="sink",
+        partition_by=["day"])``
         """
-        from .sinks import write_files
+        self.require_active("write")
         return write_files(self, df, target, format=format, transformation_ctx=transformation_ctx,
                            partition_by=partition_by, mode=mode, options=dict(options or {}),
-                           stamp_rows=stamp)
+                           output_index=len(self._outputs), stamp_rows=stamp)
 
     def write_jdbc(self, df: "DataFrame", url: str, table: str,
                    properties: Mapping[str, Any] | None = None,
@@ -284,57 +370,78 @@ class Job:
 
         ``stamp=False``: the target gets only ``df``'s columns (the staging table keeps the run
         id, so publishing stays exactly once; such a run cannot be rolled back by run id).
+
+        Example: ``job.write_jdbc(df, "jdbc:postgresql://db/shop", "orders",
+        properties={"user": "etl", "password": pw})``
         """
-        from .sinks_jdbc import write_jdbc
-        return write_jdbc(self, df, url, table, properties=dict(properties or {}),
+        self.require_active("write_jdbc")
+        props = dict(properties or {})
+        # Finish earlier runs of this job that wait for credentials to publish to this table.
+        publish_.recover_job_outputs(self.spark, self.store, self.run_identity()[0],
+                                     credentials={table: {**props, "url": url}},
+                                     only_table=table)
+        return write_jdbc(self, df, url, table, properties=props,
                           transformation_ctx=transformation_ctx, stamp_rows=stamp)
 
-    # ------------------------------------------------------------------ for sources and sinks
-    def _require_active(self, what: str) -> None:
+    # ------------------------------------------------------------------ the RunContext seam
+    def require_active(self, what: str) -> None:
+        """Raise :class:`JobStateError` unless a run is in progress (``what``: the call)."""
         if not self._active:
             raise JobStateError(f"{what}() needs a running job: call job.init(name, args) first")
 
-    def _bookmark_for(self, ctx: str | None) -> SourceBookmark | None:
-        """The bookmark a source plans with, or ``None`` to read everything."""
-        self._require_active("read")
+    def bookmark(self, ctx: str | None) -> SourceBookmark:
+        """The bookmark a source plans with; its mode says how to read (see RunContext)."""
+        self.require_active("read")
         if ctx is None:
-            return None
+            return SourceBookmark(ctx=None, mode=ReadMode.ALL, listing_ts=self.snapshot_ts)
         if not isinstance(ctx, str) or not ctx.strip():
             raise ConfigError("transformation_ctx must be a non-empty string")
         if ctx in self._sources:
             raise ConfigError(
                 f"transformation_ctx {ctx!r} is used twice in this run; give each bookmarked "
                 "source its own transformation_ctx")
-        self._sources[ctx] = {}
-        option = self.args.option
+        option = self.args.option if self.args else None
         if option not in (ENABLE, PAUSE):
-            return None
+            return SourceBookmark(ctx=ctx, mode=ReadMode.ALL, listing_ts=self.snapshot_ts)
         if self._from_state is not None:
-            return SourceBookmark(ctx=ctx, previous=self._from_state.get(ctx),
-                                  upper=self._to_state.get(ctx), listing_ts=self.snapshot_ts,
-                                  save=False)
-        return SourceBookmark(ctx=ctx, previous=self._state.get(ctx), upper=None,
+            return SourceBookmark(ctx=ctx, mode=ReadMode.REPLAY,
+                                  previous=self._from_state.get(ctx),
+                                  upper=(self._to_state or {}).get(ctx),
+                                  listing_ts=self.snapshot_ts, save=False)
+        return SourceBookmark(ctx=ctx, mode=ReadMode.INCREMENTAL, previous=self._state.get(ctx),
                               listing_ts=self.snapshot_ts, save=option == ENABLE)
 
-    def _stage_state(self, ctx: str, element: dict[str, Any], info: dict[str, Any]) -> None:
-        """A source's new element (saved at commit when enabled) and what it found."""
-        self._staged[ctx] = element
-        self._note_source(ctx, info)
-
-    def _note_source(self, ctx: str | None, info: dict[str, Any]) -> None:
+    def record_read(self, ctx: str | None, element: Mapping[str, Any] | None,
+                    report: Mapping[str, Any]) -> None:
+        """What a source read: its element to commit (``None``: keep the committed one) and
+        its report for the ledger config."""
+        self.require_active("read")
         if ctx is not None:
-            self._sources.setdefault(ctx, {}).update(info)
-        if info.get("records") is not None:
-            self._records_read = (self._records_read or 0) + int(info["records"])
+            if element is not None:
+                self._staged[ctx] = dict(element)
+            self._sources.setdefault(ctx, {}).update(report)
+        if report.get("records") is not None:
+            self._records_read = (self._records_read or 0) + int(report["records"])
 
-    def _register_output(self, output: dict[str, Any]) -> None:
+    def stage_output(self, output: StagedOutput) -> None:
         """A sink staged output: record it in the ledger first, so a crash can be cleaned up."""
+        self.require_active("write")
         self._outputs.append(output)
-        self.store.update_run(self.run_id, outputs=json.dumps(self._outputs),
-                              publish_state="staged")
+        self.store.update_run(self.run_identity()[1], outputs=publish_.records(self._outputs),
+                              publish_state=PublishState.STAGED)
 
-    def _add_written(self, n: int) -> None:
+    def add_written(self, n: int) -> None:
+        """Count ``n`` rows written to a target."""
         self._records_written += int(n)
+
+    # ------------------------------------------------------------------ internals
+    def run_identity(self) -> tuple[str, str, int]:
+        """``(job_name, run_id, start_version)`` of the run in progress (a
+        :class:`JobStateError` when there is none).  Example: ``name, run_id, _ =
+        job.run_identity()``"""
+        if self._job_name is None or self._run_id is None or self.start_version is None:
+            raise JobStateError("no run in progress on this Job: call job.init(name, args) first")
+        return self._job_name, self._run_id, self.start_version
 
     def _config(self) -> dict[str, Any]:
         cfg: dict[str, Any] = {"args": self.args.as_config() if self.args else {}}
@@ -363,10 +470,11 @@ class _Heartbeat:
 
     def _loop(self) -> None:
         job = self._job
+        name, run_id, _ = job.run_identity()
         interval = max(job.lease_ms / 3000.0, 0.05)
         while not self._stop.wait(interval):
             try:
-                if not job.store.heartbeat(job.job_name, job.run_id, job.clock(), job.lease_ms):
+                if not job.store.heartbeat(name, run_id, job.clock(), job.lease_ms):
                     self.lost = True
                     return
             except SparkmarkError:

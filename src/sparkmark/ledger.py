@@ -12,7 +12,8 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from .errors import PipelineError, UnknownJobError
-from .planning.windows import format_ts, get_zone
+from .clock import format_ts
+from .planning.windows import get_zone
 from .state import StateStore, open_store
 
 if TYPE_CHECKING:

@@ -40,16 +40,19 @@ from datetime import datetime, timezone as dt_timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
-from .clock import Clock, system_clock
+from .clock import Clock, format_ts, system_clock
 from .errors import ConcurrentRunError, PipelineError, SparkmarkError
+from .formats import WRITE_FORMATS
 from .job import Job
 from .options import ENABLE
+from .sinks import discard_outputs, remove_run_output
 from .planning.windows import (DAY_MS, EMPTY, FAILED, NO_PROGRESS, PROGRESS_STATUSES,
                                ROLLED_BACK, SKIP, SKIPPED, SUCCEEDED, LedgerRun, RunPlanner,
-                               Window, format_ts, get_zone, parse_time, primordial_start,
+                               Window, get_zone, parse_time, primordial_start,
                                rollback_cut, select_modules, topo_order)
 from .state import StateStore, open_store
 from .state.lease import lease_is_alive, this_host
+from .status import PublishState
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -57,12 +60,17 @@ if TYPE_CHECKING:
 PIPELINE_RUN_ID_COL = "sm_pipeline_run_id"
 OUTPUT_CTX = "sm_module_output"
 LAYER_RANK = {"bronze": 0, "silver": 1, "gold": 2, "presentation": 3, "platinum": 3}
-FILE_FORMATS = ("parquet", "orc", "json", "csv")
+FILE_FORMATS = WRITE_FORMATS
 
 
 # ---------------------------------------------------------------------- module definition
 @dataclass(frozen=True)
 class Module:
+    """One module of a pipeline, as ``@p.module(...)`` declared it (SPEC §8).
+
+    Example: ``p.modules[1004].target`` is the folder the module's output is published to.
+    """
+
     id: int
     name: str
     layer: str
@@ -75,7 +83,12 @@ class Module:
 
 @dataclass
 class ModuleContext:
-    """What a module function gets.
+    """What a module function gets.  Example::
+
+        @p.module(id=2010, name="Silver_Jobs", layer="silver", target="silver/jobs",
+                  depends_on=[1004])
+        def jobs(ctx: ModuleContext):
+            return ctx.window(ctx.spark.read.parquet("bronze/audit"))
 
     ``from_ts``/``until_ts``: the module's window ``[from, until)`` in epoch ms UTC;
     ``run_id``: the pipeline run id; ``module_run_id``: this module run's id (``job.run_id``);
@@ -125,6 +138,11 @@ class ModuleContext:
 # ---------------------------------------------------------------------- results
 @dataclass
 class ModuleResult:
+    """How one module ended in a pipeline run.
+
+    Example: ``[r.status for r in p.run().results]``
+    """
+
     module_id: int
     module_name: str
     layer: str
@@ -138,7 +156,14 @@ class ModuleResult:
 
 @dataclass
 class RunSummary:
-    """What ``Pipeline.run`` did: one result per module run, in run order."""
+    """What ``Pipeline.run`` did: one result per module run, in run order.
+
+    Example::
+
+        summary = p.run(layers="bronze,silver")
+        print(summary)                    # a table of modules, windows and statuses
+        sys.exit(summary.exit_code)       # 1 when a module FAILED
+    """
 
     pipeline: str
     run_id: str
@@ -155,6 +180,7 @@ class RunSummary:
         return 1 if self.failed else 0
 
     def status_of(self, module_id: int) -> str | None:
+        """The status module ``module_id`` ended with in this run (``None``: not run)."""
         return next((r.status for r in self.results if r.module_id == module_id), None)
 
     @property
@@ -170,7 +196,7 @@ class RunSummary:
         head = (f"pipeline {self.pipeline} run {self.run_id} snapshot "
                 f"{format_ts(self.snapshot_ts, self.timezone)}"
                 f" -> {'FAILED' if self.failed else 'ok'}")
-        return head + "\n" + _table(self.rows, ["module_id", "module_name", "layer", "status",
+        return head + "\n" + text_table(self.rows, ["module_id", "module_name", "layer", "status",
                                                 "from", "until", "records_written", "error"])
 
     def __rich__(self):
@@ -180,6 +206,11 @@ class RunSummary:
 
 @dataclass
 class RollbackModule:
+    """What a rollback does to one module: the cut, the runs undone and their output.
+
+    Example: ``[m.cut_ts for m in p.rollback(modules=[2011], since="2024-01-03").modules]``
+    """
+
     module_id: int
     module_name: str
     job_name: str
@@ -191,7 +222,12 @@ class RollbackModule:
 
 @dataclass
 class RollbackPlan:
-    """What a rollback does (``dry_run``: would do): per module, the cut and the runs undone."""
+    """What ``Pipeline.rollback`` did (or, with ``dry_run=True``, would do).
+
+    Per module, the cut and the runs undone.
+
+    Example: ``print(p.rollback(modules=[2011], since="2024-01-03", dry_run=True))``
+    """
 
     pipeline: str
     dry_run: bool
@@ -226,7 +262,7 @@ class RollbackPlan:
             lines.append(f"  module {m.module_id} {m.module_name}: cut at "
                          f"{format_ts(m.cut_ts, self.timezone)}, {len(m.runs)} run(s), "
                          f"{len(m.files)} file(s); the next run reloads from the cut")
-        lines.append(_table(self.rows, ["module_id", "run_id", "status", "from", "until",
+        lines.append(text_table(self.rows, ["module_id", "run_id", "status", "from", "until",
                                         "records_written", "files"]))
         lines.extend(f"warning: {w}" for w in self.warnings)
         return "\n".join(lines)
@@ -236,7 +272,11 @@ class RollbackPlan:
         return Text(str(self))
 
 
-def _table(rows: list[dict[str, Any]], cols: list[str]) -> str:
+def text_table(rows: list[dict[str, Any]], cols: list[str]) -> str:
+    """Rows as a plain, aligned text table (no colour).
+
+    Example: ``print(text_table(report_rows(store), ["module_id", "status"]))``
+    """
     cells = [[("" if r.get(c) is None else str(r.get(c))) for c in cols] for r in rows]
     widths = [max([len(c)] + [len(row[i]) for row in cells]) for i, c in enumerate(cols)]
     out = ["  ".join(c.ljust(w) for c, w in zip(cols, widths))]
@@ -246,7 +286,18 @@ def _table(rows: list[dict[str, Any]], cols: list[str]) -> str:
 
 # ---------------------------------------------------------------------- the pipeline
 class Pipeline:
-    """A named set of modules run together under one snapshot (SPEC §8)."""
+    """A named set of modules run together under one snapshot (SPEC §8).
+
+    Example::
+
+        p = Pipeline("overwatch", spark, primordial_date="2024-01-01", max_days_to_load=5)
+
+        @p.module(id=1004, name="Bronze_AuditLogs", layer="bronze", target="bronze/audit")
+        def audit(ctx):
+            return ctx.job.read.files("landing/audit", format="json", transformation_ctx="a")
+
+        p.run()
+    """
 
     def __init__(self, name: str, spark: "SparkSession", state: str | StateStore | None = None,
                  primordial_date: Any = None, max_days_to_load: int = 60,
@@ -349,15 +400,14 @@ class Pipeline:
 
     def _finish_removals(self, rows: list[dict[str, Any]] | None = None) -> None:
         """Delete the output of rolled-back runs whose removal did not finish (crash-safe)."""
-        from . import sinks
         if rows is None:
             rows = self.store.list_runs(pipeline=self.name, statuses=(ROLLED_BACK,))
         for r in rows:
-            if r["status"] == ROLLED_BACK and r.get("publish_state") == "removing":
+            if r["status"] == ROLLED_BACK and r.get("publish_state") == PublishState.REMOVING:
                 outputs = json.loads(r["outputs"] or "[]")
-                sinks.remove_run_output(self.spark, r["run_id"], outputs)
-                sinks.discard_outputs(self.spark, outputs)
-                self.store.update_run(r["run_id"], publish_state="removed")
+                remove_run_output(self.spark, r["run_id"], outputs)
+                discard_outputs(self.spark, outputs)
+                self.store.update_run(r["run_id"], publish_state=PublishState.REMOVED)
 
     def _config(self, m: Module, **extra: Any) -> dict[str, Any]:
         return {"pipeline": {"name": self.name, "timezone": self.timezone,
@@ -407,26 +457,21 @@ class Pipeline:
         ledger = {"pipeline": self.name, "pipeline_run_id": pipeline_run_id, "module_id": m.id,
                   "module_name": m.name, "layer": m.layer, "from_ts": w.from_ts,
                   "until_ts": w.until_ts if step.action != SKIP else None}
+        config = self._config(m, primordial_ts=primordial, action=step.action,
+                              blocked_by=list(step.blocked_by))
         try:
             job.init(self.job_name(m.id), {"job_bookmark_option": ENABLE}, ledger=ledger,
-                     snapshot_ts=snapshot)
+                     config=config, snapshot_ts=snapshot)
         except SparkmarkError as e:  # no run row could be opened (e.g. a concurrent run)
             result.error = str(e)
             return result
         result.run_id = job.run_id
-        job._config_extra = self._config(m, primordial_ts=primordial, action=step.action,
-                                         blocked_by=list(step.blocked_by))
         if step.action == SKIP:
             deps = ", ".join(str(d) for d in step.blocked_by)
             result.status, result.until_ts = SKIPPED, None
             result.error = (f"skipped: dependency {deps} failed (in this run or in its latest "
                             "attempt); fix it and run again")
-            try:
-                self.store.fail_run(job.job_name, job.run_id, error=result.error,
-                                    now=self.clock(), status=SKIPPED,
-                                    fields={"config": json.dumps(job._config(), default=str)})
-            finally:
-                job._stop()
+            job.skip(result.error)
             return result
         try:
             if step.action == NO_PROGRESS:
@@ -442,9 +487,9 @@ class Pipeline:
                 df = df.withColumn(PIPELINE_RUN_ID_COL, F.lit(pipeline_run_id))
                 written = job.write(df, m.target, format=m.format, transformation_ctx=OUTPUT_CTX,
                                     partition_by=m.partition_by or None)
-            job._status_override = SUCCEEDED if written > 0 else EMPTY
-            job.commit()
-            result.status, result.records_written = job._status_override, written
+            status = SUCCEEDED if written > 0 else EMPTY
+            job.commit(status=status)
+            result.status, result.records_written = status, written
         except Exception as e:  # noqa: BLE001 - a module failure is recorded; others go on
             job.fail(e)
             result.status, result.error = FAILED, f"{type(e).__name__}: {e}"
@@ -505,10 +550,9 @@ class Pipeline:
         if problems:
             raise PipelineError("nothing was rolled back: " + "; ".join(problems)
                                 + ". Check 'sparkmark report --pipeline " + self.name + "'")
-        from . import sinks
         for pm in plans:  # what would be removed
             for r in pm.runs:
-                pm.files.extend(sinks.remove_run_output(self.spark, r["run_id"],
+                pm.files.extend(remove_run_output(self.spark, r["run_id"],
                                                         json.loads(r["outputs"] or "[]"),
                                                         dry_run=True))
         plan = RollbackPlan(self.name, dry_run, self.timezone, plans,
@@ -518,7 +562,7 @@ class Pipeline:
         self.store.rollback_runs([(pm.job_name, [r["run_id"] for r in pm.runs], pm.keep_run_id)
                                   for pm in plans], now=self.clock())
         rolled = {r["run_id"] for pm in plans for r in pm.runs}
-        self._finish_removals([dict(r, status=ROLLED_BACK, publish_state="removing")
+        self._finish_removals([dict(r, status=ROLLED_BACK, publish_state=PublishState.REMOVING)
                                for r in rows if r["run_id"] in rolled])
         return plan
 
@@ -541,7 +585,10 @@ class Pipeline:
 
 # ---------------------------------------------------------------------- pipeline files
 def load_pipeline_file(path: str | Path) -> Pipeline:
-    """Run a Python file and return the one :class:`Pipeline` it defines at module level."""
+    """Run a Python file and return the one :class:`Pipeline` it defines at module level.
+
+    Example: ``load_pipeline_file("examples/overwatch/pipeline.py").run()``
+    """
     p = Path(path)
     if not p.is_file():
         raise PipelineError(f"pipeline file {path} does not exist (or is not a file); give the "

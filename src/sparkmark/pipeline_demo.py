@@ -17,7 +17,9 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from .planning.windows import DAY_MS, format_ts, parse_time
+from .clock import format_ts
+from .planning.windows import DAY_MS, parse_time
+from .status import RunStatus
 
 START_DAY = "2024-01-01"
 DAYS = 6                       # days of orders; day k's file arrives just before day k+1
@@ -150,8 +152,8 @@ def run_pipeline_demo(directory: str | os.PathLike, console: Any, spark: Any) ->
     from .ledger import report_rows
     rows = report_rows(p.store, pipeline=p.name)
     cols = ["module_id", "module_name", "status", "from", "until", "records_written"]
-    from .pipeline import _table
-    _say(console, _table(rows, cols))
+    from .pipeline import text_table
+    _say(console, text_table(rows, cols))
 
     # ------------------------------------------------------------------ verdict
     valid_ids, revenue = _expected(generated)
@@ -167,7 +169,7 @@ def run_pipeline_demo(directory: str | os.PathLike, console: Any, spark: Any) ->
         ("gold daily revenue is right to the cent",
          all(abs(gold_rows[d][0] - v) < 0.005 for d, v in revenue.items() if d in gold_rows)),
         ("the buggy runs are ROLLED_BACK in the ledger",
-         {r["status"] for r in rows if r["run_id"] in set(plan.run_ids)} == {"ROLLED_BACK"}),
+         {r["status"] for r in rows if r["run_id"] in set(plan.run_ids)} == {RunStatus.ROLLED_BACK}),
         ("every module caught up with the snapshot",
          all(r.until_ts == now[0] for r in reload.results)),
     ]

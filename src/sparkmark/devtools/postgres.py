@@ -42,18 +42,19 @@ class PostgresServer:
 
     def create_database(self, name: str) -> str:
         """Create a database and return its SQLAlchemy URL."""
-        self._run("psql", ["-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres",
+        self.run_tool("psql", ["-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres",
                            "-d", "postgres", "-c", f'CREATE DATABASE "{name}"'])
         return f"postgresql+psycopg://postgres@127.0.0.1:{self.port}/{name}"
 
-    def _run(self, exe: str, args: list[str], **kw) -> subprocess.CompletedProcess:
+    def run_tool(self, exe: str, args: list[str], **kw) -> subprocess.CompletedProcess:
+        """Run one of the server's programs (initdb, pg_ctl, ...) as its user."""
         kwargs = {"user": self.user} if self.user else {}
         return subprocess.run([str(self.bin_path / exe), *args], check=True,
                               capture_output=True, text=True, cwd="/", **kwargs, **kw)
 
     def stop(self) -> None:
         try:
-            self._run("pg_ctl", ["-D", str(self.root / "data"), "-m", "immediate", "stop"],
+            self.run_tool("pg_ctl", ["-D", str(self.root / "data"), "-m", "immediate", "stop"],
                       timeout=30)
         except Exception:
             pass
@@ -78,8 +79,8 @@ def start_postgres() -> PostgresServer:
             subprocess.run(["chmod", "-R", "o+rX", str(p)], check=True)
     server = PostgresServer(root=root, port=_free_port(), user=user, bin_path=POSTGRES_BIN_PATH)
     data = root / "data"
-    server._run("initdb", ["-D", str(data), "--auth=trust", "--encoding=utf8", "-U", "postgres"])
-    server._run("pg_ctl", ["-D", str(data), "-w", "-t", "60", "-l", str(root / "log"),
+    server.run_tool("initdb", ["-D", str(data), "--auth=trust", "--encoding=utf8", "-U", "postgres"])
+    server.run_tool("pg_ctl", ["-D", str(data), "-w", "-t", "60", "-l", str(root / "log"),
                            "-o", f"-h 127.0.0.1 -p {server.port} -k {root} -c fsync=off "
                                  "-c max_connections=200 -c log_statement=all",
                            "start"], timeout=90)

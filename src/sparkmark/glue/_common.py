@@ -1,7 +1,6 @@
 """Shared pieces of ``sparkmark.glue``: the "not supported" errors and the config-file loader."""
 from __future__ import annotations
 
-import importlib
 import json
 import os
 from typing import Any, Mapping

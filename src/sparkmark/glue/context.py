@@ -67,7 +67,7 @@ _CONNECTION_HINTS = {
     "custom.spark": None, "marketplace.spark": None, "opensearch": None,
 }
 
-_CONTEXT_HINTS = {
+_CONTEXT_HINTS: dict[str, str | None] = {
     "transition_s3_path": "storage classes do not exist outside S3",
     "transition_table": "storage classes do not exist outside S3",
     "getSource": "use glueContext.create_dynamic_frame.from_options",
@@ -268,7 +268,8 @@ class GlueContext:
         return _purge(self, list(table.paths), options, "purge_table")
 
     def __getattr__(self, name: str) -> Any:
-        raise attribute_error("GlueContext", name, _CONTEXT_HINTS)
+        raise attribute_error("GlueContext", name,
+                              {k: v for k, v in _CONTEXT_HINTS.items() if v})
 
 
 # ---------------------------------------------------------------------- helpers
@@ -333,7 +334,7 @@ def _check_scheme(spark: Any, raw: str, mapped: str, error: type, call: str) -> 
 def _driver(url: str, props: Mapping[str, Any]) -> str:
     if props.get("driver"):
         return str(props["driver"])
-    from ..sources.jdbc import DRIVERS
+    from ..jdbcconn import DRIVERS
     for prefix, cls, _ in DRIVERS:
         if url.lower().startswith(prefix):
             return cls
@@ -359,11 +360,12 @@ def _read_files(spark: Any, job: "SparkmarkJob | None", paths_: list[str], fmt: 
                             options={**options, **reader_opts})
     else:  # no running job: everything, read the way sparkmark's file source reads it
         from ..planning.bands import plan_all, split_options
-        from ..sources import files as _files
+        from ..sources import files as file_source
         band_opts, rest = split_options({**options, **reader_opts})
-        opts, schema = _files.reader_options(_files.check_format(spark_fmt), rest)
-        listing = _files.list_inputs(spark, mapped, band_opts)
-        df = _files.load(spark, spark_fmt, plan_all(listing.entries), listing, opts, schema)
+        opts, schema = file_source.reader_options(file_source.check_format(spark_fmt), rest)
+        listing = file_source.list_inputs(spark, mapped, band_opts)
+        df = file_source.load(spark, spark_fmt, plan_all(listing.entries), listing, opts,
+                              schema)
     if positional:
         renames = formats.glue_column_names(df.columns)
         if renames:
@@ -558,7 +560,7 @@ def _purge(glue: GlueContext, raw_paths: list[str], options: Any, call: str) -> 
     cutoff = now - int(hours_f * 3_600_000)
     path_map = paths.load_path_map()
     spark = glue.spark_session
-    jvm = spark.sparkContext._jvm
+    jvm: Any = spark.sparkContext._jvm
     conf = spark.sparkContext._jsc.hadoopConfiguration()
     deleted: list[str] = []
     for raw in raw_paths:
@@ -684,16 +686,16 @@ class DynamicFrameReader:
                              ctx, table)
         elif table.kind == "jdbc":
             opts = {**table.options, **extra}
-            df = _read_jdbc(spark, job, table.url, table.table, dict(table.properties), opts,
-                            ctx, call)
+            df = _read_jdbc(spark, job, str(table.url), str(table.table),
+                            dict(table.properties), opts, ctx, call)
             df = _catalog.apply_columns(df, table, positional=False)
         else:
-            if ctx is not None and job is not None and job.args.option != DISABLE:
+            if ctx is not None and job is not None and job.bookmark_option != DISABLE:
                 raise ConfigError(
                     f"{call}: table {table.name} is {table.detail} in the Spark catalog, which "
                     "sparkmark cannot bookmark; map it to its files or JDBC table in "
                     f"{_catalog.CATALOG_ENV}, or read it without transformation_ctx")
-            df = spark.table(table.table)
+            df = spark.table(str(table.table))
         return DynamicFrame(df, self._glue, ctx or "")
 
     def __getattr__(self, name: str) -> Any:
@@ -794,7 +796,8 @@ class DynamicFrameWriter:
             _check_scheme(spark, table.paths[0], target, SinkError, call)
             _write_files(spark, job, frame.toDF(), target, fmt, ctx, list(parts or []), wopts)
         elif table.kind == "jdbc":
-            _write_jdbc(job, frame.toDF(), table.url, table.table, dict(table.properties), ctx)
+            _write_jdbc(job, frame.toDF(), str(table.url), str(table.table),
+                        dict(table.properties), ctx)
         else:
             raise ConfigError(f"{call}: table {table.name} is {table.detail} in the Spark "
                               "catalog; sparkmark writes files or JDBC tables: map it in "

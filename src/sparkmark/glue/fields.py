@@ -25,7 +25,9 @@ def split_path(path: Any) -> list[str]:
     """
     if not isinstance(path, str) or not path.strip():
         raise ConfigError(f"field path {path!r} must be a non-empty string")
-    parts, cur, quoted = [], [], False
+    parts: list[str] = []
+    cur: list[str] = []
+    quoted = False
     for ch in path.strip():
         if ch == "`":
             quoted = not quoted
@@ -54,7 +56,7 @@ def find_field(schema: "StructType", parts: list[str],
     """
     from pyspark.sql import functions as F
     from pyspark.sql.types import StructType
-    col = None
+    col: Any = None
     dtype: Any = schema
     for part in parts:
         if not isinstance(dtype, StructType):

@@ -408,8 +408,8 @@ def read_element(element: Any, ctx: str, keys: Sequence[str], key_types: Sequenc
     """
     if element is None:
         return None
-    fix = (f"read with the same keys, or reset the job's bookmark (sparkmark bookmark reset JOB) "
-           f"or use a new transformation_ctx to start over")
+    fix = ("read with the same keys, or reset the job's bookmark (sparkmark bookmark reset JOB) "
+           "or use a new transformation_ctx to start over")
     if not isinstance(element, dict):
         raise StateCorruptError(f"the {role} bookmark of transformation_ctx {ctx!r} is not an "
                                 f"object ({element!r}); reset the job's bookmark")

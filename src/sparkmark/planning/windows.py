@@ -24,16 +24,17 @@ from typing import AbstractSet, Any, Hashable, Iterable, Mapping, Sequence
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from ..errors import PipelineError
+from ..status import RunStatus
 
 DAY_MS = 86_400_000
 
-# Ledger statuses (the same strings as sparkmark.state.store; repeated to keep this module pure).
-SUCCEEDED = "SUCCEEDED"
-EMPTY = "EMPTY"
-FAILED = "FAILED"
-SKIPPED = "SKIPPED"
-ROLLED_BACK = "ROLLED_BACK"
-PROGRESS_STATUSES = (SUCCEEDED, EMPTY)
+# Ledger statuses (sparkmark.status is pure too: plain enums).
+SUCCEEDED = RunStatus.SUCCEEDED
+EMPTY = RunStatus.EMPTY
+FAILED = RunStatus.FAILED
+SKIPPED = RunStatus.SKIPPED
+ROLLED_BACK = RunStatus.ROLLED_BACK
+PROGRESS_STATUSES = RunStatus.progress()
 
 # Step actions
 RUN = "run"          # call the module for its window
@@ -98,14 +99,6 @@ def parse_time(value: Any, tz: str = "UTC", *, what: str = "date") -> int:
             return _to_ms(dt if dt.tzinfo else dt.replace(tzinfo=zone))
     raise PipelineError(f"bad {what} {value!r}: use YYYY-MM-DD (e.g. 2020-12-31) or an ISO "
                         "date-time such as 2020-12-31T06:00:00+00:00")
-
-
-def format_ts(ts_ms: int | None, tz: str = "UTC") -> str | None:
-    """``ts_ms`` shown in ``tz`` as ISO 8601 with milliseconds and the offset."""
-    if ts_ms is None:
-        return None
-    dt = datetime.fromtimestamp(ts_ms / 1000, tz=dt_timezone.utc).astimezone(get_zone(tz))
-    return dt.isoformat(sep=" ", timespec="milliseconds")
 
 
 def primordial_start(primordial_date: Any, *, snapshot_ts: int, max_days: int,

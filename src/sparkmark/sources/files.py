@@ -29,20 +29,18 @@ import re
 from typing import TYPE_CHECKING, Any, Sequence
 
 from ..errors import ConfigError, SourceError
+from ..formats import PARSED_FORMATS, READ_FORMATS
+from ..fs import HadoopFS
+from ..jvm import has_data_source, java_error_text
 from ..planning.bands import (BandOptions, BandState, FileEntry, excluded, glob_to_regex,
                               plan_all, plan_band, plan_replay, split_options)
+from ..run import ReadMode, RunContext
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-    from ..job import Job
-
-FORMATS = ("json", "csv", "parquet", "orc", "avro", "xml", "text")
-_PARSED_FORMATS = ("json", "csv", "xml")
+FORMATS = READ_FORMATS
 _GLOB_CHARS = re.compile(r"[*?\[{]")
-_STATUS = re.compile(
-    r"\{path=(.*?); isDirectory=(true|false)(?:; length=(\d+))?.*?; modification_time=(-?\d+);",
-    re.DOTALL)
 
 
 # ---------------------------------------------------------------------- options
@@ -74,7 +72,7 @@ def reader_options(fmt: str, options: dict[str, Any]) -> tuple[dict[str, str], A
     if fmt == "xml" and not any(k.lower() == "rowtag" for k in opts):
         raise ConfigError("format 'xml' needs the rowTag option (the element that is one row), "
                           "e.g. options={'rowTag': 'order'}")
-    if fmt in _PARSED_FORMATS and not any(k.lower() == "mode" for k in opts):
+    if fmt in PARSED_FORMATS and not any(k.lower() == "mode" for k in opts):
         opts["mode"] = "FAILFAST"
     if schema is not None and not isinstance(schema, StructType):
         schema = _parse_schema(schema)
@@ -90,37 +88,13 @@ def _parse_schema(schema: Any):
         from pyspark.sql.types import _parse_datatype_string
         parsed = _parse_datatype_string(text)
     except Exception as e:  # noqa: BLE001 - any parse failure is the user's schema
-        raise ConfigError(f"option schema {text[:200]!r} cannot be parsed ({_first_line(e)}); "
+        raise ConfigError(f"option schema {text[:200]!r} cannot be parsed ({java_error_text(e)}); "
                           "give a DDL string such as 'id INT, name STRING' or a StructType") \
             from None
     if not isinstance(parsed, StructType):
         raise ConfigError(f"option schema {text[:200]!r} is not a list of columns; give a DDL "
                           "string such as 'id INT, name STRING'")
     return parsed
-
-
-def _first_line(e: BaseException) -> str:
-    """The useful part of a Spark/py4j error: the Java exception's messages, not the trace."""
-    java = getattr(e, "java_exception", None)
-    if java is not None:
-        try:
-            messages = []
-            cause = java
-            while cause is not None and len(messages) < 4:
-                msg = cause.getMessage()
-                if msg and msg not in messages:
-                    messages.append(str(msg).strip().splitlines()[0])
-                cause = cause.getCause()
-            if messages:
-                return " <- ".join(messages)[:800]
-        except Exception:  # noqa: BLE001 - fall back to the text
-            pass
-    text = str(e).strip()
-    for line in text.splitlines():
-        line = line.strip()
-        if line and not line.startswith(("at ", "JVM stacktrace")):
-            return line[:500]
-    return type(e).__name__
 
 
 # ---------------------------------------------------------------------- listing
@@ -143,25 +117,17 @@ def list_inputs(spark: "SparkSession", paths: Sequence[str], opts: BandOptions, 
                 fast_local: bool = True) -> Listing:
     patterns = [glob_to_regex(g) for g in opts.exclusions]
     out = Listing()
-    jvm = spark.sparkContext._jvm
-    conf = spark.sparkContext._jsc.hadoopConfiguration()
     for raw in paths:
         try:
-            jpath = jvm.org.apache.hadoop.fs.Path(raw)
-            fs = jpath.getFileSystem(conf)
-            qualified = fs.makeQualified(jpath)
+            fs = HadoopFS(spark, raw)
+            qualified = fs.qualify(raw)
         except Exception as e:  # noqa: BLE001 - bad scheme, bad URI
-            raise SourceError(f"cannot open input path {raw!r}: {_first_line(e)}; check the "
+            raise SourceError(f"cannot open input path {raw!r}: {java_error_text(e)}; check the "
                               "path and its scheme (file:, hdfs:, s3a:, ...)") from None
         try:
-            if _GLOB_CHARS.search(raw):
-                matches = fs.globStatus(qualified)
-                found = [] if matches is None else _parse_statuses(spark, matches)
-            else:
-                found = (_parse_statuses(spark, [fs.getFileStatus(qualified)])
-                         if fs.exists(qualified) else [])
+            found = fs.glob(qualified) if _GLOB_CHARS.search(raw) else fs.status_of(qualified)
         except Exception as e:  # noqa: BLE001
-            raise SourceError(f"cannot list input path {raw!r}: {_first_line(e)}") from None
+            raise SourceError(f"cannot list input path {raw!r}: {java_error_text(e)}") from None
         if not found:
             raise SourceError(f"input path {raw!r} does not exist (or matches no file); check "
                               "the path, or create the directory before the first run")
@@ -174,7 +140,7 @@ def list_inputs(spark: "SparkSession", paths: Sequence[str], opts: BandOptions, 
             if fast_local and path.startswith("file:/"):
                 files = _list_local(path, opts.recurse)
             else:
-                files = _list_hadoop(spark, fs, path, opts.recurse)
+                files = _list_hadoop(fs, path, opts.recurse)
             root = path.rstrip("/")
             for fpath, size_, mtime_ in files:
                 rel = fpath[len(root) + 1:]
@@ -215,78 +181,18 @@ def _list_local(root: str, recurse: bool) -> list[tuple[str, int, int]]:
     return out
 
 
-def _list_hadoop(spark: "SparkSession", fs, root: str, recurse: bool) -> list[tuple[str, int, int]]:
-    """Level by level: one ``listStatus(Path[])`` call per depth, not per file."""
-    jvm = spark.sparkContext._jvm
-    gateway = spark.sparkContext._gateway
-    out = []
-    level = [root]
-    while level:
-        arr = gateway.new_array(jvm.org.apache.hadoop.fs.Path, len(level))
-        for i, d in enumerate(level):
-            arr[i] = jvm.org.apache.hadoop.fs.Path(d)
-        try:
-            statuses = fs.listStatus(arr)
-        except Exception as e:  # noqa: BLE001
-            raise SourceError(f"cannot list {root}: {_first_line(e)}") from None
-        level = []
-        for path, is_dir, size, mtime in _parse_statuses(spark, statuses):
-            name = path.rstrip("/").rsplit("/", 1)[-1]
-            if _hidden(name):
-                continue
-            if is_dir:
-                if recurse or "=" in name:
-                    level.append(path)
-            else:
-                out.append((path, size, mtime))
-    return out
-
-
-def _parse_statuses(spark: "SparkSession", statuses) -> list[tuple[str, bool, int, int]]:
-    """FileStatus objects to (path, is_dir, size, mtime) with O(1) py4j calls.
-
-    ``Arrays.toString`` renders every status in the JVM (``FileStatus{path=...; isDirectory=...;
-    length=...; ... modification_time=...; ...}``); if the rendering cannot be parsed (an odd
-    file system or path) the statuses are read one by one instead.
-    """
-    if isinstance(statuses, list):
-        return [_status_slow(s) for s in statuses]
-    n = len(statuses)
-    if n == 0:
-        return []
-    sc = spark.sparkContext
-    jvm = sc._jvm
+def _list_hadoop(fs: HadoopFS, root: str, recurse: bool) -> list[tuple[str, int, int]]:
+    """Level by level through Hadoop: one ``listStatus(Path[])`` call per depth, not per file."""
     try:
-        cls = sc._gateway.new_array(jvm.java.lang.Class, 1)
-        cls[0] = jvm.java.lang.Class.forName("[Ljava.lang.Object;")
-        method = jvm.java.lang.Class.forName("java.util.Arrays").getMethod("toString", cls)
-        args = sc._gateway.new_array(jvm.java.lang.Object, 1)
-        args[0] = statuses
-        text = method.invoke(None, args)
-        parsed = [(p, d == "true", int(size or 0), int(m))
-                  for p, d, size, m in _STATUS.findall(text)]
-        if len(parsed) == n:
-            return parsed
-    except Exception:  # noqa: BLE001 - fall back to the per-status path below
-        pass
-    return [_status_slow(statuses[i]) for i in range(n)]
-
-
-def _status_slow(st) -> tuple[str, bool, int, int]:
-    return (st.getPath().toString(), bool(st.isDirectory()), int(st.getLen()),
-            int(st.getModificationTime()))
+        return fs.list_tree(root, descend=lambda name: recurse or "=" in name, skip=_hidden)
+    except Exception as e:  # noqa: BLE001
+        raise SourceError(f"cannot list {root}: {java_error_text(e)}") from None
 
 
 # ---------------------------------------------------------------------- reading
 def has_spark_avro(spark: "SparkSession") -> bool:
     """Whether Spark's ``avro`` data source (the spark-avro module) can be looked up."""
-    jvm = spark.sparkContext._jvm
-    try:
-        jvm.org.apache.spark.sql.execution.datasources.DataSource.lookupDataSource(
-            "avro", spark._jsparkSession.sessionState().conf())
-        return True
-    except Exception:  # noqa: BLE001 - AVRO_DATA_SOURCE_NOT_ENABLED
-        return False
+    return has_data_source(spark, "avro")
 
 
 _registered: set[int] = set()
@@ -328,7 +234,7 @@ def load(spark: "SparkSession", fmt: str, files: Sequence[FileEntry], listing: L
                 frames.append(reader.load(paths))
         except Exception as e:  # noqa: BLE001
             raise SourceError(f"cannot read the {fmt} input ({len(paths)} new file(s) under "
-                              f"{base or paths[0]}): {_first_line(e)}; fix or remove the file, "
+                              f"{base or paths[0]}): {java_error_text(e)}; fix or remove the file, "
                               "or see docs/files.md for PERMISSIVE/ignoreCorruptFiles") from None
     df = frames[0]
     for other in frames[1:]:
@@ -381,7 +287,7 @@ def _load_avro_fallback(spark, paths: list[str], base: str | None, schema, opts)
                               "reader cannot map it, use spark-avro") from None
         except Exception as e:  # noqa: BLE001
             if not ignore:
-                raise SourceError(f"cannot read avro file {paths[0]}: {_first_line(e)}; fix or "
+                raise SourceError(f"cannot read avro file {paths[0]}: {java_error_text(e)}; fix or "
                                   "remove the file") from None
     _register_avro(spark)
     parts = max(1, min(len(paths), spark.sparkContext.defaultParallelism * 2))
@@ -395,7 +301,7 @@ def _load_avro_fallback(spark, paths: list[str], base: str | None, schema, opts)
         return reader.load()
     except Exception as e:  # noqa: BLE001
         raise SourceError(f"cannot read the avro input under {base or paths[0]}: "
-                          f"{_first_line(e)}") from None
+                          f"{java_error_text(e)}") from None
 
 
 # ---------------------------------------------------------------------- the source
@@ -411,57 +317,53 @@ def _as_paths(path: Any) -> list[str]:
     return [p.strip() for p in paths]
 
 
-def read_files(job: "Job", path: str | Sequence[str], *, format: str = "json",
+def read_files(run: RunContext, path: str | Sequence[str], *, format: str = "json",
                transformation_ctx: str | None = None,
                options: dict[str, Any] | None = None) -> "DataFrame":
-    """The new input under ``path`` as a DataFrame (SPEC §2, §3). See the module docstring."""
-    job._require_active("read")
+    """The new input under ``path`` as a DataFrame (SPEC §2, §3). See the module docstring.
+
+    Example: ``read_files(job, "in/orders", format="json", transformation_ctx="src")``
+    """
     fmt = check_format(format)
     band_opts, rest = split_options(options)
     opts, schema = reader_options(fmt, rest)
     paths = _as_paths(path)
-    listing = list_inputs(job.spark, paths, band_opts)
+    listing = list_inputs(run.spark, paths, band_opts)
 
-    bookmark = job._bookmark_for(transformation_ctx)
-    try:
-        info: dict[str, Any] = {"format": fmt, "path": paths if len(paths) > 1 else paths[0]}
-        previous = None
-        if bookmark is None:
-            selected = plan_all(listing.entries)
-            info["read"] = "all"
-        elif job.args is not None and job.args.from_run is not None:  # pause with from/to
-            previous = BandState.from_element(bookmark.previous)
-            upper = BandState.from_element(bookmark.upper)
-            selected = plan_replay(listing.entries, previous, upper)
-            info["read"] = "replay"
-        else:
-            previous = BandState.from_element(bookmark.previous)
-            plan = plan_band(listing.entries, previous, bookmark.listing_ts, band_opts)
-            selected = list(plan.selected)
-            info.update(plan.info())
-            info["read"] = "incremental"
-        fallback = _stored_schema(previous)
-        df = load(job.spark, fmt, selected, listing, opts, schema, fallback)
-        info.setdefault("files", len(selected))
-        info.setdefault("bytes", sum(f.size for f in selected))
-        info["new_input"] = bool(selected)
-        info["listed"] = len(listing.entries)
-        info["sample"] = [f.path.rsplit("/", 1)[-1] for f in selected[:10]]
-        if bookmark is None or info["read"] == "replay":
-            # nothing to save: disabled, no ctx, or pause with from/to (never saved)
-            job._note_source(transformation_ctx, info)
-        else:
-            state = plan.state
-            if df.columns:  # the columns an empty run returns (see docs/files.md)
-                state = BandState(low=state.low, high=state.high, listing_ts=state.listing_ts,
-                                  band=state.band, files=state.files,
-                                  extra={**dict(state.extra), "schema": df.schema.json()})
-            job._stage_state(transformation_ctx, state.to_element(), info)
-        return df
-    except BaseException:
-        if transformation_ctx is not None:
-            job._sources.pop(transformation_ctx, None)
-        raise
+    bookmark = run.bookmark(transformation_ctx)
+    info: dict[str, Any] = {"format": fmt, "path": paths if len(paths) > 1 else paths[0],
+                            "read": str(bookmark.mode)}
+    previous = None
+    plan = None
+    selected: list[FileEntry]
+    if bookmark.mode is ReadMode.ALL:
+        selected = list(plan_all(listing.entries))
+    elif bookmark.mode is ReadMode.REPLAY:
+        previous = BandState.from_element(bookmark.previous)
+        selected = list(plan_replay(listing.entries, previous,
+                                    BandState.from_element(bookmark.upper)))
+    else:
+        previous = BandState.from_element(bookmark.previous)
+        assert bookmark.listing_ts is not None  # set for every incremental bookmark
+        plan = plan_band(listing.entries, previous, bookmark.listing_ts, band_opts)
+        selected = list(plan.selected)
+        info.update(plan.info())
+    df = load(run.spark, fmt, selected, listing, opts, schema, _stored_schema(previous))
+    info.setdefault("files", len(selected))
+    info.setdefault("bytes", sum(f.size for f in selected))
+    info["new_input"] = bool(selected)
+    info["listed"] = len(listing.entries)
+    info["sample"] = [f.path.rsplit("/", 1)[-1] for f in selected[:10]]
+    element = None
+    if plan is not None:  # incremental: the element to commit (saved when enabled)
+        state = plan.state
+        if df.columns:  # the columns an empty run returns (see docs/files.md)
+            state = BandState(low=state.low, high=state.high, listing_ts=state.listing_ts,
+                              band=state.band, files=state.files,
+                              extra={**dict(state.extra), "schema": df.schema.json()})
+        element = state.to_element()
+    run.record_read(transformation_ctx, element, info)
+    return df
 
 
 def _stored_schema(state: BandState | None):

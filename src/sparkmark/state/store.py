@@ -25,17 +25,11 @@ from ..errors import (BookmarkConflictError, ConcurrentRunError, StateCorruptErr
 from . import schema
 from .lease import lease_is_alive, this_host
 from .schema import jobs, runs, versions
+from ..status import PublishState, RunStatus, plain
 
 DEFAULT_STATE_URL = "sqlite:///.sparkmark/state.db"
 ENV_VAR = "SPARKMARK_STATE"
 
-RUNNING = "RUNNING"
-SUCCEEDED = "SUCCEEDED"
-EMPTY = "EMPTY"
-FAILED = "FAILED"
-SKIPPED = "SKIPPED"
-ROLLED_BACK = "ROLLED_BACK"
-TERMINAL = (SUCCEEDED, EMPTY, FAILED, SKIPPED, ROLLED_BACK)
 
 
 def resolve_state_url(state: str | None = None) -> str:
@@ -316,8 +310,8 @@ class StateStore:
                 reason = (f"taken over by run {run_id}: its process (host {job.lease_host}, "
                           f"pid {job.lease_pid}) is gone or its lease expired")
                 conn.execute(runs.update().where(runs.c.run_id == job.active_run_id,
-                                                 runs.c.status == RUNNING)
-                             .values(status=FAILED, error=reason, run_end_ts=now))
+                                                 runs.c.status == RunStatus.RUNNING)
+                             .values(status=RunStatus.FAILED, error=reason, run_end_ts=now))
                 if old is not None:
                     taken_over.append(dict(old._mapping))
                 attempt += 1
@@ -327,7 +321,7 @@ class StateStore:
                 lease_expires_ts=now + lease_ms, attempt=attempt))
             conn.execute(runs.insert().values(
                 run_id=run_id, job_name=job_name, run_number=job.run_number + 1,
-                attempt=attempt, status=RUNNING, bookmark_option=option,
+                attempt=attempt, status=RunStatus.RUNNING, bookmark_option=option,
                 start_version=job.current_version, run_start_ts=now, snapshot_ts=snapshot_ts,
                 host=host, pid=pid, **ledger))
             return RunStart(run_id=run_id, job_name=job_name, run_number=job.run_number + 1,
@@ -350,7 +344,9 @@ class StateStore:
 
         Returns the job's bookmark version after the commit.
         """
-        assert status in (SUCCEEDED, EMPTY)
+        if status not in RunStatus.progress():
+            raise ValueError(f"commit_run takes SUCCEEDED or EMPTY, not {status!r}")
+        status = RunStatus(status).value
         with self.tx("commit") as conn:
             job = self._require_job(conn, job_name, lock=True)
             if job.active_run_id != run_id:
@@ -376,26 +372,31 @@ class StateStore:
                 last_run_id=run_id, active_run_id=None, lease_host=None, lease_pid=None,
                 lease_expires_ts=None))
             conn.execute(runs.update().where(runs.c.run_id == run_id).values(
-                status=status, run_end_ts=now, end_version=version, **(fields or {})))
+                status=status, run_end_ts=now, end_version=version,
+                **{k: plain(v) for k, v in (fields or {}).items()}))
             return version
 
     def fail_run(self, job_name: str, run_id: str, *, error: str, now: int,
-                 status: str = FAILED, fields: dict[str, Any] | None = None) -> None:
+                 status: RunStatus | str = RunStatus.FAILED,
+                 fields: dict[str, Any] | None = None) -> None:
         """Record a failed (or skipped) run; the bookmark is untouched, the attempt goes up."""
+        status = RunStatus(status).value
         with self.tx("recording a failure") as conn:
             job = self._job_row(conn, job_name, lock=True)
             conn.execute(runs.update().where(runs.c.run_id == run_id,
-                                             runs.c.status == RUNNING).values(
-                status=status, error=error, run_end_ts=now, **(fields or {})))
+                                             runs.c.status == RunStatus.RUNNING).values(
+                status=status, error=error, run_end_ts=now,
+                **{k: plain(v) for k, v in (fields or {}).items()}))
             if job is not None and job.active_run_id == run_id:
                 conn.execute(jobs.update().where(jobs.c.job_name == job_name).values(
-                    attempt=job.attempt + (1 if status == FAILED else 0),
+                    attempt=job.attempt + (1 if status == RunStatus.FAILED else 0),
                     active_run_id=None, lease_host=None,
                     lease_pid=None, lease_expires_ts=None))
 
     def update_run(self, run_id: str, **fields: Any) -> None:
         with self.tx("updating the ledger") as conn:
-            conn.execute(runs.update().where(runs.c.run_id == run_id).values(**fields))
+            conn.execute(runs.update().where(runs.c.run_id == run_id).values(
+                **{k: plain(v) for k, v in fields.items()}))
 
     # ------------------------------------------------------------------ bookmark admin
     def bookmark_entry(self, job_name: str, run_id: str | None = None) -> dict[str, Any]:
@@ -438,8 +439,8 @@ class StateStore:
                 if run_ids:
                     conn.execute(runs.update().where(
                         runs.c.job_name == job_name, runs.c.run_id.in_(list(run_ids)),
-                        runs.c.status.in_((SUCCEEDED, EMPTY))).values(
-                        status=ROLLED_BACK, publish_state="removing"))
+                        runs.c.status.in_((RunStatus.SUCCEEDED, RunStatus.EMPTY))).values(
+                        status=RunStatus.ROLLED_BACK, publish_state=PublishState.REMOVING))
 
     def _rewind(self, conn: Connection, job_name: str, run_id: str | None, *, now: int,
                 kind: str, action: str) -> int:
@@ -498,8 +499,8 @@ class StateStore:
     def runs_to_recover(self, job_name: str) -> list[dict[str, Any]]:
         """Finished runs of a job whose output is still staged or not yet published."""
         q = (select(runs).where(runs.c.job_name == job_name,
-                                runs.c.publish_state.in_(("pending", "staged")),
-                                runs.c.status != RUNNING)
+                                runs.c.publish_state.in_((PublishState.PENDING, PublishState.STAGED)),
+                                runs.c.status != RunStatus.RUNNING)
              .order_by(runs.c.run_start_ts))
         with self.tx("reading the ledger") as conn:
             return [dict(r._mapping) for r in conn.execute(q)]

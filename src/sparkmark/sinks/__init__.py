@@ -1,0 +1,20 @@
+"""Exactly-once sinks: stamped writes whose output survives only if the run commits (SPEC §5).
+
+- :mod:`.files`: file targets (stage under ``_sparkmark_staging``, publish by rename);
+- :mod:`.jdbc`: database tables (stage in ``<table>__sm_stage``, publish in one transaction);
+- :mod:`.publish`: publish / discard / remove / recover, one dispatch on the typed outputs;
+- :mod:`.stamping`: the stamp columns and the one-pass row count they share.
+
+Sinks take a :class:`~sparkmark.run.RunContext`, never a ``Job``::
+
+    n = write_files(run, df, "data/out", format="parquet", transformation_ctx="sink")
+"""
+from .files import write_files
+from .jdbc import write_jdbc
+from .publish import (discard_outputs, outputs_of, publish_outputs, recover_job_outputs,
+                      remove_run_output)
+from .stamping import FILE_PREFIX, RUN_ID_COL, SNAPSHOT_COL, STAGING_DIR, stamp
+
+__all__ = ["FILE_PREFIX", "RUN_ID_COL", "SNAPSHOT_COL", "STAGING_DIR", "discard_outputs",
+           "outputs_of", "publish_outputs", "recover_job_outputs", "remove_run_output", "stamp",
+           "write_files", "write_jdbc"]

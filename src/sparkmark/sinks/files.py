@@ -1,0 +1,165 @@
+"""Exactly-once file targets (any Hadoop path): stage aside, publish by rename after commit.
+
+``write_files`` stages the run's output under ``<target>/_sparkmark_staging/<run_id>/<n>/``
+(Spark's readers skip paths that start with ``_``), after recording the staging path in the
+ledger through :meth:`RunContext.stage_output`.  After the state store commit,
+:mod:`sparkmark.sinks.publish` renames every staged file into the target as
+``sm-<run_id>-<name>`` (an atomic rename on local disks and HDFS).  Rollback removes a run's
+files by that prefix.
+
+    n = write_files(run, df, "data/out/orders", format="parquet", transformation_ctx="sink")
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Sequence
+
+from ..errors import ConfigError, JobStateError, SinkError
+from ..formats import WRITE_FORMATS
+from ..fs import HadoopFS
+from ..jvm import java_error_text
+from ..run import FileOutput, RunContext
+from .stamping import STAGING_DIR, count_while, published_prefix, stamp
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+
+def write_files(run: RunContext, df: "DataFrame", target: str, *, format: str = "parquet",
+                transformation_ctx: str | None = None,
+                partition_by: str | Sequence[str] | None = None, mode: str = "append",
+                options: dict[str, Any] | None = None, output_index: int = 0,
+                stamp_rows: bool = True) -> int:
+    """Stage ``df`` (stamped) for ``target``; returns the rows written (SPEC §5).
+
+    ``output_index`` numbers this run's outputs (each gets its own staging folder).
+    ``stamp_rows=False`` (the Glue layer's default) writes ``df``'s columns only: exactly once
+    still holds, because publish, discard and rollback go by the per-run file names.
+    """
+    fmt = (format or "").lower()
+    if fmt not in WRITE_FORMATS:
+        raise ConfigError(f"unknown sink format {format!r}; use one of {', '.join(WRITE_FORMATS)}"
+                          " (or job.write_jdbc for a database table)")
+    if mode != "append":
+        raise ConfigError(f"write mode {mode!r} is not supported: sparkmark sinks append each "
+                          "run's output exactly once (mode='append'); use a new target or "
+                          "'sparkmark bookmark reset' plus an emptied target to rebuild")
+    if not target or not isinstance(target, str):
+        raise ConfigError("write needs a target path")
+    parts = [partition_by] if isinstance(partition_by, str) else list(partition_by or [])
+    missing = [c for c in parts if c not in df.columns]
+    if missing:
+        raise ConfigError(f"partition_by column(s) {missing} are not in the DataFrame "
+                          f"(columns: {df.columns})")
+    run_id, snapshot_ts = run.run_id, run.snapshot_ts
+    if run_id is None or snapshot_ts is None:
+        raise JobStateError("write() needs a running job: call job.init(name, args) first")
+    fs = HadoopFS(run.spark, target)
+    root = fs.root
+    if fs.is_file(root):
+        raise SinkError(f"target {target} is a file, not a directory; write to a directory path")
+    stamped = stamp(df, run_id, snapshot_ts) if stamp_rows else df
+    # partition columns live in folder names, typed by Spark's guess: compare data columns only
+    check_schema(run.spark, fs, target, fmt, stamped.drop(*parts))
+    published_prefix(run_id)  # a real run id: it becomes part of paths
+    staging = f"{root.toString().rstrip('/')}/{STAGING_DIR}/{run_id}/{output_index}"
+    # In the ledger before anything exists on disk: a crash from here on leaves nothing that the
+    # next init does not know about and clean up.
+    run.stage_output(FileOutput(target=root.toString(), staging=staging, format=fmt,
+                                ctx=transformation_ctx, partition_by=tuple(parts)))
+    try:
+        made = fs.mkdirs(fs.path(staging))
+    except Exception as e:  # noqa: BLE001 - permission denied and friends come from the JVM
+        raise SinkError(f"cannot write to target {target}: {java_error_text(e)}; check that "
+                        "the directory is writable") from None
+    if not made:
+        raise SinkError(f"cannot write to target {target}: could not create a directory there "
+                        "(permission denied?); check that the directory is writable")
+
+    def action(d: "DataFrame") -> None:
+        w = d.write.format(fmt).mode("overwrite").options(**(options or {}))
+        if parts:
+            w = w.partitionBy(*parts)
+        w.save(staging)
+
+    try:
+        n = count_while(stamped, action)
+    except Exception as e:  # noqa: BLE001
+        fs.delete(fs.path(staging))
+        raise SinkError(f"writing to {target} failed: {java_error_text(e)}") from None
+    run.add_written(n)
+    return n
+
+
+def check_schema(spark: "SparkSession", fs: HadoopFS, target: str, fmt: str,
+                 df: "DataFrame") -> None:
+    """Refuse a write whose columns clash with the data already published (parquet/orc)."""
+    if fmt not in ("parquet", "orc") or not fs.files(fs.root):
+        return
+    try:
+        existing = spark.read.format(fmt).load(target).schema
+    except Exception:  # noqa: BLE001 - an unreadable target shows up at write time
+        return
+    wanted = {c.lower() for c in df.columns}
+    have = {f.name.lower(): f.dataType for f in existing.fields if f.name.lower() in wanted}
+    clashes = [f"{f.name}: target has {have[f.name.lower()].simpleString()}, "
+               f"new data has {f.dataType.simpleString()}"
+               for f in df.schema.fields
+               if f.name.lower() in have and have[f.name.lower()] != f.dataType]
+    if clashes:
+        raise SinkError(f"target {target} has an incompatible schema ({'; '.join(clashes)}); "
+                        "cast the columns to the target's types or write to a new target")
+
+
+# ---------------------------------------------------------------------- publish / discard / remove
+def publish_files(spark: "SparkSession", run_id: str, out: FileOutput) -> None:
+    """Rename a committed run's staged files into the target (idempotent)."""
+    prefix = published_prefix(run_id)
+    fs = HadoopFS(spark, out.target)
+    staging = fs.qualify(out.staging)
+    staging_str = staging.toString().rstrip("/")
+    for f in fs.files(staging):
+        rel = f[len(staging_str) + 1:] if f.startswith(staging_str) else f.rsplit("/", 1)[-1]
+        rel_dir, _, name = rel.rpartition("/")
+        dest_dir = out.target.rstrip("/") + ("/" + rel_dir if rel_dir else "")
+        dest = fs.path(f"{dest_dir}/{prefix}{name}")
+        if fs.exists(dest):
+            continue
+        fs.mkdirs(fs.path(dest_dir))
+        if not fs.rename(fs.path(f), dest):
+            raise SinkError(f"could not move {f} to {dest.toString()} while publishing run "
+                            f"{run_id}; the next run of the job retries")
+    fs.delete(fs.path(out.staging).getParent())  # the run's staging directory
+    _remove_empty_staging_root(fs, out.target)
+
+
+def discard_files(spark: "SparkSession", out: FileOutput) -> None:
+    """Remove the staged files of a run that did not commit."""
+    fs = HadoopFS(spark, out.target)
+    fs.delete(fs.path(out.staging))
+    parent = fs.path(out.staging).getParent()
+    if fs.exists(parent) and not fs.children(parent):
+        fs.delete(parent)
+    _remove_empty_staging_root(fs, out.target)
+
+
+def remove_published_files(spark: "SparkSession", run_id: str, out: FileOutput,
+                           dry_run: bool = False) -> list[str]:
+    """Delete run ``run_id``'s published files (``sm-<run_id>-*``) from the target."""
+    prefix = published_prefix(run_id)
+    fs = HadoopFS(spark, out.target)
+    removed = []
+    for f in fs.files(fs.root):
+        if f.rsplit("/", 1)[-1].startswith(prefix):
+            removed.append(f)
+            if not dry_run:
+                fs.delete(fs.path(f))
+    return removed
+
+
+def _remove_empty_staging_root(fs: HadoopFS, target: str) -> None:
+    root = fs.path(f"{target.rstrip('/')}/{STAGING_DIR}")
+    try:
+        if fs.exists(root) and not fs.children(root):
+            fs.delete(root)
+    except Exception:  # noqa: BLE001 - a concurrent writer may have just created a run dir
+        pass

@@ -1,0 +1,116 @@
+"""Publish, discard, remove and recover staged output: one dispatch on the typed
+:data:`~sparkmark.run.StagedOutput`.
+
+    publish_outputs(spark, store, run_id, outputs)   # after the state store commit
+    discard_outputs(spark, outputs)                  # a run that did not commit
+    remove_run_output(spark, run_id, outputs)        # rollback of a published run
+    recover_job_outputs(spark, store, "orders")      # at init: finish what a crash left
+
+Every step is idempotent, so a crash at any point is repaired by doing it again.
+"""
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
+
+from ..run import FileOutput, JdbcOutput, StagedOutput, output_from_record
+from ..status import PublishState, RunStatus
+from .files import discard_files, publish_files, remove_published_files
+from .jdbc import discard_jdbc, publish_jdbc, remove_jdbc_run
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from ..state import StateStore
+
+#: credentials given for JDBC targets, by table name (each a mapping with ``url``)
+Credentials = Mapping[str, Mapping[str, Any]]
+
+
+def outputs_of(row: Mapping[str, Any]) -> list[StagedOutput]:
+    """The staged outputs recorded in a ledger row (``outputs`` JSON)."""
+    return [output_from_record(r) for r in json.loads(row.get("outputs") or "[]")]
+
+
+def records(outputs: Iterable[StagedOutput]) -> str | None:
+    """The ledger's JSON for ``outputs`` (``None`` when there are none); no credentials."""
+    recs = [o.to_record() for o in outputs]
+    return json.dumps(recs) if recs else None
+
+
+def _as_outputs(outputs: Iterable[StagedOutput | Mapping[str, Any]]) -> list[StagedOutput]:
+    return [o if isinstance(o, (FileOutput, JdbcOutput)) else output_from_record(o)
+            for o in outputs]
+
+
+def publish_outputs(spark: "SparkSession", store: "StateStore", run_id: str,
+                    outputs: Iterable[StagedOutput | Mapping[str, Any]], *,
+                    credentials: Credentials | None = None) -> bool:
+    """Move a committed run's staged output into its targets (idempotent).
+
+    Returns False when a JDBC output could not be published yet (no credentials at hand); it is
+    then retried by the next run that writes to the same table.
+    """
+    outs = _as_outputs(outputs)
+    if not outs:
+        return True
+    done = True
+    for out in outs:
+        if isinstance(out, FileOutput):
+            publish_files(spark, run_id, out)
+        else:
+            done = publish_jdbc(spark, run_id, out, (credentials or {}).get(out.target)) and done
+    if done:
+        store.update_run(run_id, publish_state=PublishState.DONE)
+    return done
+
+
+def discard_outputs(spark: "SparkSession", outputs: Iterable[StagedOutput | Mapping[str, Any]],
+                    credentials: Credentials | None = None, run_id: str | None = None) -> bool:
+    """Remove the staged output of a run that did not commit. False if some must wait."""
+    done = True
+    for out in _as_outputs(outputs):
+        if isinstance(out, FileOutput):
+            discard_files(spark, out)
+        else:
+            done = discard_jdbc(spark, out, (credentials or {}).get(out.target),
+                                run_id) and done
+    return done
+
+
+def remove_run_output(spark: "SparkSession", run_id: str,
+                      outputs: Iterable[StagedOutput | Mapping[str, Any]],
+                      credentials: Credentials | None = None,
+                      dry_run: bool = False) -> list[str]:
+    """Delete a published run's output from its targets (rollback). Returns what was removed."""
+    removed: list[str] = []
+    for out in _as_outputs(outputs):
+        if isinstance(out, FileOutput):
+            removed.extend(remove_published_files(spark, run_id, out, dry_run=dry_run))
+        else:
+            removed.extend(remove_jdbc_run(spark, run_id, out,
+                                           (credentials or {}).get(out.target), dry_run=dry_run))
+    return removed
+
+
+def recover_job_outputs(spark: "SparkSession", store: "StateStore", job_name: str,
+                        credentials: Credentials | None = None,
+                        only_table: str | None = None) -> None:
+    """Finish what earlier runs of ``job_name`` left half done (called under the job's lease).
+
+    A committed run whose output is not yet published is rolled forward; a run that did not
+    commit has its staged output removed.  ``only_table``: only runs with JDBC output to that
+    table (a write that brought the table's credentials).
+    """
+    for row in store.runs_to_recover(job_name):
+        outs = outputs_of(row)
+        if only_table is not None:
+            if not any(isinstance(o, JdbcOutput) and o.target == only_table for o in outs):
+                continue
+            outs = [o for o in outs if isinstance(o, JdbcOutput) and o.target == only_table] \
+                if row["status"] in RunStatus.undone() else outs
+        if row["status"] in RunStatus.progress() and row["publish_state"] == PublishState.PENDING:
+            publish_outputs(spark, store, row["run_id"], outs, credentials=credentials)
+        elif row["status"] in RunStatus.undone():
+            if discard_outputs(spark, outs, credentials, row["run_id"]):
+                store.update_run(row["run_id"], publish_state=PublishState.DISCARDED)
