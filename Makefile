@@ -19,7 +19,7 @@ SUITES35 ?= tests/test_compat.py tests/test_state_store.py tests/test_lifecycle.
 CRASH_TRIALS35 ?= 5
 CRASH_JDBC_TRIALS35 ?= 3
 
-.PHONY: install install35 demo test test4 test35 bench
+.PHONY: install install35 demo lint test test4 test35 bench
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -50,7 +50,12 @@ demo: $(DEMO_BIN)/.installed
 
 # The whole test suite on Spark 4, then the Spark-dependent suites on Spark 3.5
 # (real Spark, real SQLite, a real PostgreSQL server, real JDBC drivers)
-test: test4 test35
+test: lint test4 test35
+
+# ruff and mypy (configured in pyproject.toml); part of `make test`
+lint: install
+	$(BIN)/ruff check src tests
+	$(BIN)/mypy
 
 test4: install
 	$(BIN)/python -m pytest -q -p no:cacheprovider

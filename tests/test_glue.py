@@ -14,18 +14,17 @@ import os
 import pytest
 
 from sparkmark import Bookmarks
-from sparkmark.errors import (ConfigError, JobStateError, SinkError, SourceError,
-                              SparkmarkError)
+from sparkmark.errors import ConfigError, SinkError, SourceError, SparkmarkError
 
 # importing sparkmark.glue may set PYSPARK_SUBMIT_ARGS (for a script's bare SparkContext());
 # keep this test process's Spark exactly as conftest starts it
 _SUBMIT_ARGS = os.environ.get("PYSPARK_SUBMIT_ARGS")
 from sparkmark.glue import GlueUnsupportedError, local_submit_args  # noqa: E402
-from sparkmark.glue.catalog import find_in_mapping, lookup, parse_entry
-from sparkmark.glue.formats import (glue_column_names, glue_format, reader_options,
-                                    writer_options)
-from sparkmark.glue.paths import load_path_map, map_path, parse_path_map
-from sparkmark.glue.transforms import split_path
+from sparkmark.glue.catalog import find_in_mapping, lookup, parse_entry  # noqa: E402
+from sparkmark.glue.formats import (glue_column_names, glue_format,  # noqa: E402
+                                    reader_options, writer_options)
+from sparkmark.glue.paths import load_path_map, map_path, parse_path_map  # noqa: E402
+from sparkmark.glue.transforms import split_path  # noqa: E402
 from sparkmark.glue.utils import getResolvedOptions  # noqa: E402
 
 if _SUBMIT_ARGS is None:
@@ -274,18 +273,19 @@ def test_unsupported_calls_name_themselves_and_the_way_out(spark, glue):
     from sparkmark.glue.job import Job
     f = _frame(spark, glue, [(1,)], "n int")
     with pytest.raises(GlueUnsupportedError) as e:
-        glue.purge_s3_path("s3://b/x", {"retentionPeriod": 0})
-    assert str(e.value).startswith("GlueContext.purge_s3_path is not supported by sparkmark.glue;")
-    assert "rollback" in str(e.value)
-    with pytest.raises(GlueUnsupportedError, match="DynamicFrame.resolveChoice is not "
-                                                   "supported.*cast"):
-        f.resolveChoice(specs=[("n", "cast:long")])
-    assert not hasattr(f, "relationalize")  # an AttributeError too: duck typing still works
+        glue.transition_s3_path("s3://b/x", {"retentionPeriod": 0})
+    assert str(e.value).startswith("GlueContext.transition_s3_path is not supported by "
+                                   "sparkmark.glue;")
+    assert "storage classes" in str(e.value)
+    with pytest.raises(GlueUnsupportedError, match="DynamicFrame.spigot is not "
+                                                   "supported.*limit"):
+        f.spigot("s3://x")
+    assert not hasattr(f, "spigot")  # an AttributeError too: duck typing still works
     with pytest.raises(AttributeError) as plain:
         f.__array__  # noqa: B018 - Python's own probes get a plain AttributeError
     assert not isinstance(plain.value, GlueUnsupportedError)
-    with pytest.raises(GlueUnsupportedError, match=r"Relationalize.apply is not supported"):
-        transforms.Relationalize.apply(frame=f, staging_path="s3://t", name="root")
+    with pytest.raises(GlueUnsupportedError, match=r"FillMissingValues.apply is not supported"):
+        transforms.FillMissingValues.apply(frame=f, missing_values_column="n")
     with pytest.raises(GlueUnsupportedError, match="sparkmark.glue.context.Foo is not"):
         from sparkmark.glue.context import Foo  # noqa: F401
     with pytest.raises(GlueUnsupportedError, match="connection_type='dynamodb'"):
@@ -295,7 +295,7 @@ def test_unsupported_calls_name_themselves_and_the_way_out(spark, glue):
         glue.create_dynamic_frame.from_rdd(None, "x")
     with pytest.raises(ConfigError, match="Job needs the GlueContext"):
         Job(spark)
-    with pytest.raises(JobStateError, match=r"needs a running Glue Job.*job.init"):
+    with pytest.raises(SourceError, match="input path '/x' does not exist"):
         glue.create_dynamic_frame.from_options("s3", {"paths": ["/x"]}, format="csv")
     with pytest.raises(ConfigError, match="GlueContext needs the SparkContext"):
         type(glue)("local")
@@ -432,7 +432,7 @@ def test_from_options_glue_s3_options(glue, tmp_path, sqlite_url, clock):
 
 
 def test_a_failing_script_moves_no_bookmark(glue, mapped, sqlite_url, clock):
-    from sparkmark.glue.job import Job
+    from sparkmark.glue.job import Job, finish_running_jobs
     _write(f"{mapped}/bucket/queries/a.csv", "alice,1\n", clock.now - 30 * MIN)
     _seed_run(glue, sqlite_url, clock,
               ["--JOB_NAME", "f", "--job-bookmark-option", "job-bookmark-enable"])
@@ -451,7 +451,7 @@ def test_a_failing_script_moves_no_bookmark(glue, mapped, sqlite_url, clock):
     glue.write_dynamic_frame.from_options(frame=src, connection_type="s3",
                                           connection_options={"path": "s3://input_path/x"},
                                           format="json")
-    job._at_exit()  # what the script's exit hook does: FAILED, output discarded
+    finish_running_jobs()  # what the script's exit hook does: FAILED, output discarded
     assert not job.isInitialized()
     after = Bookmarks(sqlite_url).get("f")
     assert (after["Version"], after["JobBookmark"]) == (before["Version"], before["JobBookmark"])
@@ -496,8 +496,10 @@ def test_spark_catalog_tables_first(spark, glue, tmp_path, sqlite_url, clock):
         spark.sql("DROP TABLE IF EXISTS sm_glue_db.t")
 
 
-def test_jdbc_source_and_target_through_from_options(spark, glue, sqlite_url, clock):
+def test_jdbc_source_and_target_through_from_options(spark, glue, sqlite_url, clock,
+                                                     monkeypatch):
     from sparkmark.glue.job import Job
+    monkeypatch.setenv("SPARKMARK_GLUE_STAMP", "1")  # opt-in: the target gets sm_run_id
     url = f"jdbc:derby:memory:smglue{os.getpid()}"
     conn = spark._jvm.java.sql.DriverManager.getConnection(url + ";create=true")
     st = conn.createStatement()
@@ -564,4 +566,85 @@ def test_write_to_a_catalog_table(spark, glue, tmp_path, sqlite_url, clock, monk
     for written in glob.glob(f"{tmp_path}/b/target/sm-*.csv"):
         with open(written) as f:
             text += f.read()
-    assert text.startswith(f"a|1|{job.run_id}|") and text.count("\n") == 1  # no header
+    assert text == "a|1\n"  # no header, Glue's schema (no sm_ columns)
+
+
+# ---------------------------------------------------------------------- issue 11: the new calls
+def test_connections_columns_and_extract_jdbc_conf(glue, tmp_path, monkeypatch):
+    from sparkmark.glue.catalog import connection, lookup
+    (tmp_path / "cat.yaml").write_text(
+        "connections:\n"
+        "  pg:\n    JDBC_CONNECTION_URL: jdbc:postgresql://db:5432/hr?ssl=false\n"
+        "    USERNAME: etl\n    password_env: SM_TEST_PG_PASSWORD\n"
+        "hr.emp:\n  connection: pg\n  table: emp\n"
+        "  columns: [{Name: empno, Type: 'decimal(5,0)'}, {Name: ename, Type: string}]\n"
+        "hr.bad:\n  connection: nope\n  table: x\n"
+        "hr.badcols:\n  path: /x\n  format: csv\n  columns: [{Name: a, Type: strng}]\n")
+    monkeypatch.setenv("SPARKMARK_GLUE_CATALOG", str(tmp_path / "cat.yaml"))
+    with pytest.raises(ConfigError, match="env SM_TEST_PG_PASSWORD, which is not set"):
+        glue.extract_jdbc_conf("pg")
+    monkeypatch.setenv("SM_TEST_PG_PASSWORD", "s3cret")
+    conf = glue.extract_jdbc_conf("pg")
+    assert (conf["url"], conf["fullUrl"], conf["user"], conf["password"], conf["vendor"],
+            conf["driver"]) == ("jdbc:postgresql://db:5432", "jdbc:postgresql://db:5432/hr?"
+                                "ssl=false", "etl", "s3cret", "postgresql", "org.postgresql.Driver")
+    assert connection("pg").url_for("sales") == "jdbc:postgresql://db:5432/sales?ssl=false"
+    emp = lookup(glue.spark_session, "hr", "emp")
+    assert (emp.url, emp.table, emp.properties["password"], emp.columns) == (
+        "jdbc:postgresql://db:5432/hr?ssl=false", "emp", "s3cret",
+        (("empno", "decimal(5,0)"), ("ename", "string")))
+    with pytest.raises(ConfigError, match="connection 'nope' is not in the 'connections'"):
+        lookup(glue.spark_session, "hr", "bad")
+    with pytest.raises(ConfigError, match="unknown type 'strng'"):
+        lookup(glue.spark_session, "hr", "badcols")
+    with pytest.raises(ConfigError, match="Glue connection 'other' is not in"):
+        glue.extract_jdbc_conf("other")
+
+
+def test_purge_refuses_paths_outside_their_root(glue, tmp_path, monkeypatch):
+    (tmp_path / "paths.json").write_text(json.dumps({"s3://b/data": str(tmp_path / "data")}))
+    monkeypatch.setenv("SPARKMARK_PATH_MAP", str(tmp_path / "paths.json"))
+    (tmp_path / "data" / "keep" / "_sparkmark_staging" / "r").mkdir(parents=True)
+    _write(f"{tmp_path}/data/keep/_sparkmark_staging/r/x.json", "{}", 0)  # a running run's
+    _write(f"{tmp_path}/data/keep/old.json", "{}", 0)
+    _write(f"{tmp_path}/outside.json", "{}", 0)
+    for bad, word in (("s3://b/data/../..", "'..'"), ("/", "file-system root"),
+                      ("s3://b/data/keep", "retentionPeriod must be")):
+        with pytest.raises(ConfigError, match=word):
+            glue.purge_s3_path(bad, {"retentionPeriod": -1} if "keep" in bad else {})
+    with pytest.raises(GlueUnsupportedError, match="manifestFilePath"):
+        glue.purge_s3_path("s3://b/data/keep", {"manifestFilePath": "s3://b/m"})
+    deleted = glue.purge_s3_path("s3://b/data", {"retentionPeriod": 1})
+    assert [d.rsplit("/", 1)[-1] for d in deleted] == ["old.json"]
+    assert os.path.exists(f"{tmp_path}/outside.json")
+    assert os.path.exists(f"{tmp_path}/data/keep/_sparkmark_staging/r/x.json")
+
+
+def test_choice_join_merge_and_errors(spark, glue):
+    from sparkmark.glue.transforms import DropNullFields, Join, ResolveChoice
+    f = _frame(spark, glue, [("1", "a", None), ("x", "b", None), ("2.5", "c", None)],
+               "v string, k string, n string")
+    out = ResolveChoice.apply(frame=f, choice="make_cols").toDF()
+    assert out.columns == ["v_int", "v_double", "v_string", "k", "n"]
+    assert sorted(((r.v_int, r.v_double, r.v_string) for r in out.collect()), key=str) == \
+        sorted([(1, None, None), (None, None, "x"), (None, 2.5, None)], key=str)
+    cast = f.resolveChoice(specs=[("v", "cast:long"), ("absent", "cast:int")]).toDF()
+    assert sorted(r.v for r in cast.collect() if r.v is not None) == [1]
+    assert DropNullFields.apply(frame=f).toDF().columns == ["v", "k"]
+    for kwargs, word in (({}, "needs specs"), ({"specs": [("v", "bogus")]}, "unknown "
+                                                                            "resolveChoice"),
+                         ({"specs": [("v", "cast:long")], "choice": "make_cols"}, "not both"),
+                         ({"choice": "match_catalog"}, "needs database")):
+        with pytest.raises(ConfigError, match=word):
+            f.resolveChoice(**kwargs)
+    g = _frame(spark, glue, [("a", 1)], "k string, w int")
+    joined = Join.apply(f, g, "k", "k").toDF()
+    assert joined.columns == ["v", "k", "n", "w"] and joined.count() == 1
+    with pytest.raises(ConfigError, match=r"both frames have field\(s\) \['k'\]"):
+        Join.apply(f, g, "v", "w")
+    with pytest.raises(ConfigError, match="not in the second frame"):
+        f.join(["k"], ["zz"], g)
+    merged = f.mergeDynamicFrame(_frame(spark, glue, [("a", "NEW")], "k string, v string"),
+                                 ["k"]).toDF()
+    assert sorted((r.k, r.v) for r in merged.collect()) == [("a", "NEW"), ("b", "x"),
+                                                            ("c", "2.5")]

@@ -14,6 +14,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections import defaultdict
 from pathlib import Path
 
@@ -47,8 +48,8 @@ def json_rows_by_run(target: Path) -> dict[str, list[tuple]]:
         with open(p) as f:
             for line in f:
                 if line.strip():
-                    r = json.loads(line)
-                    out[r["sm_run_id"]].append((r["name"], r["number"]))
+                    r = json.loads(line)  # Glue's schema: the run is in the file name
+                    out[run_of(p)].append((r["name"], r["number"]))
     return {k: sorted(v) for k, v in out.items()}
 
 
@@ -140,7 +141,7 @@ def test_jdbc_seed_script_twice_on_postgresql(tmp_path, pg_server):
         for p in glob.glob(f"{out}/sm-*.csv"):
             with open(p, newline="") as f:
                 for row in csv.DictReader(f):
-                    got[row["sm_run_id"]].append(int(row["empno"]))
+                    got[run_of(p)].append(int(row["empno"]))
                     assert row["ename"] and row["hiredate"].startswith("1980-12-17")
                     assert row["sal"] == "800.00" and row["ssn"] == "123456789"
         return {k: sorted(v) for k, v in got.items()}
@@ -159,4 +160,336 @@ def test_jdbc_seed_script_twice_on_postgresql(tmp_path, pg_server):
     assert emp_by_run() == {r1: [7369, 7499, 7521], r2: [7566, 7654]}  # only the new rows
     assert [(r["status"], r["records_written"]) for r in ledger_rows(state, job="hr-emp")] == \
         [("SUCCEEDED", 3), ("SUCCEEDED", 2)]
+    engine.dispose()
+
+
+# ---------------------------------------------------------------------- scripts shaped like
+# public Glue jobs (console-generated, Glue Studio, hand-written), several per process
+def run_plan(tmp_path: Path, items: list[dict], env: dict[str, str], tag: str) -> dict:
+    """Run scripts through tests/glue_scripts/runner.py: one process, one JVM, for all."""
+    plan, results = tmp_path / f"plan-{tag}.json", tmp_path / f"results-{tag}.json"
+    plan.write_text(json.dumps({"scripts": [
+        {**i, "script": str(SCRIPTS / i["script"])} for i in items]}))
+    proc = run_script("runner.py", [str(plan), str(results)], tmp_path, **env)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return json.loads(results.read_text())
+
+
+def run_of(path: str) -> str | None:
+    """The run id in a published file's name ``sm-<run_id>-part-...`` (None: a plain file)."""
+    name = os.path.basename(path)
+    return name.split("-")[1] if name.startswith("sm-") else None
+
+
+def rows_by_run(target: Path, fmt: str) -> dict[str | None, list[dict]]:
+    """Every row under ``target`` (partition folders included), grouped by the writing run."""
+    import pyarrow.orc as orc
+    import pyarrow.parquet as pq
+    out: dict[str | None, list[dict]] = defaultdict(list)
+    for p in sorted(glob.glob(f"{target}/**/*", recursive=True)):
+        name = os.path.basename(p)
+        if os.path.isdir(p) or name.startswith((".", "_")) or "/_" in p[len(str(target)):]:
+            continue
+        parts = {k: v for k, _, v in (seg.partition("=") for seg in
+                                      os.path.relpath(p, target).split(os.sep)[:-1]) if v}
+        if fmt == "json":
+            with open(p) as f:
+                rows = [json.loads(line) for line in f if line.strip()]
+        elif fmt == "csv":
+            with open(p, newline="") as f:
+                rows = list(csv.DictReader(f))
+        elif fmt == "parquet":
+            rows = pq.read_table(p).to_pylist()
+        else:
+            rows = orc.read_table(p).to_pylist()
+        out[run_of(p)] += [{**r, **parts} for r in rows]
+    return dict(out)
+
+
+def _lines(path: Path, rows: list[dict]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def _text(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+
+
+def _first_input(lake: Path, out: Path) -> None:
+    _text(lake / "orders" / "part1.csv", "1,ann,10.5,\n2,bob,20,\n")
+    _lines(lake / "events" / "a.json", [
+        {"event_id": "e1", "user": "u1", "value": 5, "day": "2024-01-01"},
+        {"event_id": "e2", "user": "u2", "value": 6, "day": "2024-01-02"}])
+    _lines(lake / "shop_orders" / "a.json", [{"order_id": 1, "customer_id": 10, "total": 5.0},
+                                            {"order_id": 2, "customer_id": 11, "total": 7.5}])
+    _lines(lake / "shop_customers" / "a.json", [{"id": 10, "name": "ann"},
+                                               {"id": 11, "name": "bob"}])
+    _lines(lake / "events_fm" / "a.json", [
+        {"id": 1, "status": "ok", "amount": 1.5, "debug": "x", "meta": {"customer": "ann"}},
+        {"id": 2, "status": "bad", "amount": 2.0, "debug": "y", "meta": {"customer": "bob"}},
+        {"id": 3, "status": "ok", "amount": 0.0, "debug": "z", "meta": {"customer": "cy"}}])
+    _lines(lake / "medicare" / "a.json", [
+        {"drg definition": "039", "provider id": 10001, "provider name": "A",
+         "average covered charges": "$100.5"},
+        {"drg definition": "057", "provider id": "bad1", "provider name": "B",
+         "average covered charges": "$20"}])
+    _lines(lake / "persons" / "a.json", [
+        {"id": "p1", "name": "Ann", "other": {"twitter": "@ann"},
+         "contact_details": [{"type": "email", "value": "a@x"}, {"type": "fax", "value": "1"}]}])
+    _lines(lake / "memberships" / "a.json", [{"person_id": "p1", "organization_id": "o1",
+                                             "role": "member"}])
+    _lines(lake / "organizations" / "o.json", [{"id": "o1", "name": "Senate",
+                                               "classification": "chamber"}])
+    _text(lake / "readings" / "a.csv", "sensor;celsius\ns1;20.5\n")
+    _lines(lake / "accounts" / "a.json", [{"account_id": 1, "balance": 500, "owner": "ann"},
+                                         {"account_id": 2, "balance": 2000, "owner": "bob"}])
+    _lines(lake / "corrections" / "a.json", [{"account_id": 1, "balance": 1500}])
+    _lines(lake / "webhooks" / "a.json", [{"hook_id": "h1",
+                                          "payload": json.dumps({"user": "ann", "clicks": 3})}])
+    _text(lake / "countries" / "c.csv", "code,country_name\nDE,Germany\nFR,France\n")
+    _lines(lake / "sales" / "a.json", [{"sale_id": 1, "country": "DE", "amount": "10.50"}])
+    _lines(lake / "applogs" / "a.json", [{"level": "ERROR", "msg": "boom"},
+                                        {"level": "INFO", "msg": "fine"}])
+    _text(lake / "transfers" / "a.csv", "id,amount\n1,10.5\n2,x\n")
+    # housekeeping targets of purge_and_load.py
+    two_hours_ago = time.time() - 2 * 3600
+    _text(out / "scratch" / "old.tmp", "old")
+    os.utime(out / "scratch" / "old.tmp", (two_hours_ago, two_hours_ago))
+    _text(out / "scratch" / "fresh.tmp", "fresh")
+    _text(out / "exports" / "e1.csv", "a\n1\n")
+
+
+def _second_input(lake: Path) -> None:
+    _text(lake / "orders" / "part2.csv", "3,cy,7.25,\n")
+    _lines(lake / "events" / "b.json", [{"event_id": "e3", "user": "u3", "value": 7,
+                                         "day": "2024-01-02"}])
+    _lines(lake / "shop_orders" / "b.json", [{"order_id": 3, "customer_id": 12, "total": 1.0}])
+    _lines(lake / "shop_customers" / "b.json", [{"id": 12, "name": "cy"}])
+    _lines(lake / "events_fm" / "b.json", [
+        {"id": 4, "status": "ok", "amount": 3.25, "debug": "w", "meta": {"customer": "di"}}])
+    _lines(lake / "medicare" / "b.json", [
+        {"drg definition": "064", "provider id": 10005, "provider name": "C",
+         "average covered charges": "$7"}])
+    _lines(lake / "persons" / "b.json", [
+        {"id": "p2", "name": "Bob", "other": {"twitter": "@bob"},
+         "contact_details": [{"type": "email", "value": "b@x"}]}])
+    _lines(lake / "memberships" / "b.json", [{"person_id": "p2", "organization_id": "o1",
+                                             "role": "chair"}])
+    _text(lake / "readings" / "b.csv", "sensor;celsius\ns2;21\n")
+    _lines(lake / "accounts" / "b.json", [{"account_id": 3, "balance": 10, "owner": "cy"}])
+    _lines(lake / "webhooks" / "b.json", [{"hook_id": "h2",
+                                          "payload": json.dumps({"user": "bob", "clicks": 5})}])
+    _lines(lake / "sales" / "b.json", [{"sale_id": 2, "country": "FR", "amount": "3.10"}])
+    _lines(lake / "applogs" / "b.json", [{"level": "ERROR", "msg": "again"}])
+    _text(lake / "transfers" / "b.csv", "id,amount\n3,4\n")
+
+
+FILE_CATALOG = {
+    "sales.orders_csv": {"path": "s3://lake/orders", "format": "csv", "columns": [
+        {"Name": "order_id", "Type": "bigint"}, {"Name": "customer", "Type": "string"},
+        {"Name": "amount", "Type": "double"}, {"Name": "note", "Type": "string"}]},
+    "shop.orders_json": {"path": "s3://lake/shop_orders", "format": "json"},
+    "shop.customers_json": {"path": "s3://lake/shop_customers", "format": "json"},
+    "payments.medicare": {"path": "s3://lake/medicare", "format": "json"},
+    "legislators.persons_json": {"path": "s3://lake/persons", "format": "json"},
+    "legislators.memberships_json": {"path": "s3://lake/memberships", "format": "json"},
+    "legislators.organizations_json": {"path": "s3://lake/organizations", "format": "json"},
+    "scratch.exports": {"path": "s3://out/exports", "format": "csv"},
+    "ingest.webhooks": {"path": "s3://lake/webhooks", "format": "json"},
+    "shop.sales": {"path": "s3://lake/sales", "format": "json", "columns": [
+        {"Name": "sale_id", "Type": "bigint"}, {"Name": "country", "Type": "string"},
+        {"Name": "amount", "Type": "decimal(10,2)"}]},
+    "payments.transfers_csv": {"path": "s3://lake/transfers", "format": "csv",
+                               "format_options": {"withHeader": True}},
+}
+FILE_SCRIPTS = [  # (name, script, extra argv, extra env)
+    ("console_orders", "console_csv_choice.py", [], {}),
+    ("studio_events", "studio_getsink.py", [], {}),
+    ("studio_join", "studio_join.py", [], {}),
+    ("filter_map", "handwritten_filter_map.py",
+     ["--input_path", "s3://lake/events_fm/", "--output_path", "s3://out/filter_map/"], {}),
+    ("medicare", "handwritten_medicare.py", [], {"SPARKMARK_GLUE_STAMP": "1"}),
+    ("legislators", "relationalize_legislators.py", ["--TempDir", "s3://out/tmp/"], {}),
+    ("purge", "purge_and_load.py", [], {}),
+    ("merge", "merge_split.py", [], {}),
+    ("unbox", "unbox_unnest.py", [], {}),
+    ("before_init", "read_before_init.py", [], {}),
+]
+
+
+@pytest.mark.timeout(2400)  # 26 script runs in two processes; slow on a loaded machine
+def test_glue_shaped_scripts_twice_only_new_input(tmp_path):
+    lake, out = tmp_path / "lake", tmp_path / "out"
+    state = f"sqlite:///{tmp_path / 'state.db'}"
+    (tmp_path / "catalog.json").write_text(json.dumps(FILE_CATALOG))
+    (tmp_path / "paths.json").write_text(json.dumps({"s3://lake": str(lake),
+                                                     "s3://out": str(out)}))
+    env = {"SPARKMARK_STATE": state, "SPARKMARK_GLUE_CATALOG": str(tmp_path / "catalog.json"),
+           "SPARKMARK_PATH_MAP": str(tmp_path / "paths.json")}
+    items = [{"name": n, "script": s, "argv": ["--JOB_NAME", n, *ENABLE, *argv], "env": e}
+             for n, s, argv, e in FILE_SCRIPTS]
+    items += [{"name": "no_commit_enabled", "script": "no_commit.py",
+               "argv": ["--JOB_NAME", "no_commit_enabled", *ENABLE]},
+              {"name": "no_commit_disabled", "script": "no_commit.py",
+               "argv": ["--JOB_NAME", "no_commit_disabled"]},
+              {"name": "no_job", "script": "examples_no_job.py", "argv": []}]
+    _first_input(lake, out)
+    first = run_plan(tmp_path, items, env, "1")
+    assert {k: v["code"] for k, v in first.items() if v["code"]} == {}, first
+    # purge_and_load.py: only the file older than an hour went; the exports table is emptied
+    assert sorted(os.listdir(out / "scratch")) == ["fresh.tmp"]
+    assert not [f for f in os.listdir(out / "exports") if not f.startswith(".")]
+    _second_input(lake)
+    second = run_plan(tmp_path, items, env, "2")
+    assert {k: v["code"] for k, v in second.items() if v["code"]} == {}, second
+    check_shaped_outputs(tmp_path)
+
+
+def check_shaped_outputs(tmp_path: Path) -> None:
+    """What the two runs of the Glue-shaped scripts must have left behind."""
+    out, state = tmp_path / "out", f"sqlite:///{tmp_path / 'state.db'}"
+
+    def runs(job: str) -> list[str]:
+        rows = ledger_rows(state, job=job)
+        assert [r["status"] for r in rows] == ["SUCCEEDED", "SUCCEEDED"], rows
+        return [r["run_id"] for r in rows]
+
+    def by_run(job: str, target: str, fmt: str, key) -> list[list]:
+        r1, r2 = runs(job)
+        got = rows_by_run(out / target, fmt)
+        assert set(got) == {r1, r2}, (job, sorted(got))
+        return [sorted(key(r) for r in got[r1]), sorted(key(r) for r in got[r2])]
+
+    # console-generated: catalog types applied, note (all null) dropped, only new orders
+    r1, r2 = runs("console_orders")
+    got = rows_by_run(out / "console_orders", "parquet")
+    assert sorted(got[r1][0]) == ["amount", "customer", "order_id"]  # Glue's schema, no sm_
+    assert sorted((r["order_id"], r["customer"], r["amount"]) for r in got[r1]) == \
+        [(1, "ann", 10.5), (2, "bob", 20.0)]
+    assert [(r["order_id"], r["amount"]) for r in got[r2]] == [(3, 7.25)]
+    # Glue Studio getSink: partitioned by day, exactly once, catalog entry with columns
+    assert by_run("studio_events", "events", "parquet",
+                  lambda r: (r["event_id"], r["user_name"], r["value"], r["day"])) == [
+        [("e1", "u1", 5, "2024-01-01"), ("e2", "u2", 6, "2024-01-02")],
+        [("e3", "u3", 7, "2024-01-02")]]
+    entry = json.loads((tmp_path / "catalog.json").read_text())["analytics.events"]
+    assert entry["format"] == "parquet" and entry["partition_keys"] == ["day"]
+    assert entry["columns"] == [{"Name": "event_id", "Type": "string"},
+                                {"Name": "user_name", "Type": "string"},
+                                {"Name": "value", "Type": "int"},
+                                {"Name": "day", "Type": "string"}]
+    assert by_run("studio_join", "order_customers", "csv",
+                  lambda r: (r["order_id"], r["c_name"])) == [[("1", "ann"), ("2", "bob")],
+                                                              [("3", "cy")]]
+    assert by_run("filter_map", "filter_map", "json", lambda r: tuple(sorted(r.items()))) == [
+        [(("amount", 1.5), ("amount_cents", 150), ("customer", "ANN"), ("id", 1),
+          ("status", "ok"))],
+        [(("amount", 3.25), ("amount_cents", 325), ("customer", "DI"), ("id", 4),
+          ("status", "ok"))]]
+    # medicare (stamped on request): cast, make_cols / make_struct where the values are mixed
+    r1, r2 = runs("medicare")
+    nested = rows_by_run(out / "medicare" / "nested", "json")
+    assert [(r["provider"]["id"], r["charges"]["covered"], r["sm_run_id"])
+            for r in nested[r1]] == [(10001, 100.5, r1)]
+    assert [r["provider"]["id"] for r in nested[r2]] == [10005]
+    cols = rows_by_run(out / "medicare" / "make_cols", "json")
+    assert sorted(((r.get("provider id_int"), r.get("provider id_string")) for r in cols[r1]),
+                  key=str) == [(10001, None), (None, "bad1")]
+    assert [r["provider id"] for r in cols[r2]] == [10005]  # all numbers: a long, unchanged
+    struct = rows_by_run(out / "medicare" / "make_struct", "json")
+    assert sorted(json.dumps(r["provider id"], sort_keys=True) for r in struct[r1]) == \
+        ['{"int": 10001}', '{"string": "bad1"}']
+    # relationalize: root and the contact_details table, new person only in run 2
+    r1, r2 = runs("legislators")
+    root = rows_by_run(out / "legislators" / "hist_root", "json")
+    assert [(r["name"], r["org_name"], r["other.twitter"]) for r in root[r1]] == \
+        [("Ann", "Senate", "@ann")]
+    assert [(r["name"], r["role"]) for r in root[r2]] == [("Bob", "chair")]
+    details = rows_by_run(out / "legislators" / "hist_root_contact_details", "json")
+    assert sorted(r["contact_details.val.type"] for r in details[r1]) == ["email", "fax"]
+    assert [r["contact_details.val.value"] for r in details[r2]] == ["b@x"]
+    assert root[r1][0]["contact_details"] == details[r1][0]["id"]
+    assert by_run("purge", "readings", "csv", lambda r: (r["sensor"], r["celsius"])) == [
+        [("s1", "20.5")], [("s2", "21.0")]]
+    assert by_run("merge", "accounts/money", "csv",
+                  lambda r: (r["account_id"], r["balance"])) == [[("1", "1500"), ("2", "2000")],
+                                                                 [("3", "10")]]
+    small = rows_by_run(out / "accounts" / "small", "json")
+    assert [r["account_id"] for rows in small.values() for r in rows] == [3]
+    assert by_run("unbox", "webhooks", "csv",
+                  lambda r: (r["hook_id"], r["user"], r["clicks"])) == [[("h1", "ann", "3")],
+                                                                        [("h2", "bob", "5")]]
+    assert by_run("before_init", "sales_by_country", "orc",
+                  lambda r: (r["sale_id"], r["country_name"], str(r["amount"]))) == [
+        [(1, "Germany", "10.50")], [(2, "France", "3.10")]]
+
+    # no job.commit(): with a bookmarked source that staged state, FAILED and nothing kept
+    # (both runs read everything again: the bookmark never moved); with bookmarks disabled,
+    # SUCCEEDED with a note and the output kept
+    failed = ledger_rows(state, job="no_commit_enabled")
+    assert [r["status"] for r in failed] == ["FAILED", "FAILED"]
+    assert "without job.commit()" in failed[0]["error"] and "'logs'" in failed[0]["error"]
+    kept = ledger_rows(state, job="no_commit_disabled")
+    assert [r["status"] for r in kept] == ["SUCCEEDED", "SUCCEEDED"]
+    assert all(json.loads(r["config"])["note"] == "not committed: bookmark unchanged"
+               for r in kept)
+    errors = rows_by_run(out / "applog_errors", "json")
+    assert {k: sorted(r["msg"] for r in v) for k, v in errors.items()} == {
+        kept[0]["run_id"]: ["boom"], kept[1]["run_id"]: ["again", "boom"]}
+    # no Job at all (AWS's examples/): plain appends, Glue's schema, everything each run
+    plain = rows_by_run(out / "transfers_parquet", "parquet")
+    assert list(plain) == [None]
+    assert sorted((r["id"], r["amount"]) for r in plain[None]) == [
+        ("1", 10.5), ("1", 10.5), ("2", None), ("2", None), ("3", 4.0)]
+
+
+@pytest.mark.postgres
+def test_jdbc_connections_script_twice_on_postgresql(tmp_path, pg_server):
+    """extract_jdbc_conf, a hash-partitioned plain read before job.init, a bookmarked
+    from_options read, from_jdbc_conf and connectionName writes, a catalog table through a
+    connection with its password from an env var."""
+    name = f"glue_shop_{os.getpid()}"
+    engine = sa.create_engine(pg_server.create_database(name))
+    state = pg_server.create_database(f"glue_shop_state_{os.getpid()}")
+    with engine.begin() as c:
+        c.execute(sa.text("CREATE TABLE regions (region_key INT PRIMARY KEY, name TEXT)"))
+        c.execute(sa.text("INSERT INTO regions VALUES (1, 'north'), (2, 'south'), (3, NULL)"))
+        c.execute(sa.text("CREATE TABLE orders (id INT PRIMARY KEY, region_id INT, "
+                          "total NUMERIC(7,2))"))
+        c.execute(sa.text("INSERT INTO orders VALUES (1, 1, 5.00), (2, 2, 7.50), (3, 3, 1)"))
+        c.execute(sa.text("CREATE TABLE customers (cid INT PRIMARY KEY, cname TEXT)"))
+        c.execute(sa.text("INSERT INTO customers VALUES (10, 'ann')"))
+    (tmp_path / "catalog.json").write_text(json.dumps({
+        "connections": {"pg-shop": {
+            "JDBC_CONNECTION_URL": f"jdbc:postgresql://127.0.0.1:{pg_server.port}/{name}",
+            "USERNAME": "postgres", "password_env": "SHOP_PG_PASSWORD"}},
+        "shop.customers": {"connection": "pg-shop", "table": "customers",
+                           "columns": [{"Name": "cid", "Type": "bigint"},
+                                       {"Name": "cname", "Type": "string"}]}}))
+    env = {"SPARKMARK_STATE": state, "SPARKMARK_GLUE_CATALOG": str(tmp_path / "catalog.json"),
+           "SHOP_PG_PASSWORD": "unused-with-trust-auth"}
+    item = {"name": "shop", "script": "jdbc_connections.py",
+            "argv": ["--JOB_NAME", "shop", *ENABLE, "--database", name,
+                     "--TempDir", "s3://tmp/redshift"]}
+    first = run_plan(tmp_path, [item], env, "1")
+    assert first["shop"]["code"] == 0, first["shop"]["error"]
+    with engine.begin() as c:
+        c.execute(sa.text("INSERT INTO orders VALUES (4, 1, 2.25)"))
+        c.execute(sa.text("INSERT INTO customers VALUES (11, 'bob')"))
+    second = run_plan(tmp_path, [item], env, "2")
+    assert second["shop"]["code"] == 0, second["shop"]["error"]
+    assert [r["status"] for r in ledger_rows(state, job="shop")] == ["SUCCEEDED", "SUCCEEDED"]
+    with engine.connect() as c:
+        copied = c.execute(sa.text("SELECT id, name, total FROM orders_copy ORDER BY id")).all()
+        cols = [r[0] for r in c.execute(sa.text(
+            "SELECT column_name FROM information_schema.columns WHERE table_name = "
+            "'orders_copy' ORDER BY ordinal_position"))]
+        customers = c.execute(sa.text("SELECT cid, cname FROM customers_copy ORDER BY cid")).all()
+    # every order once (the NULL-named region came through the first hash query), run 2 only
+    # the new one; Glue's columns, no sm_ columns in the target
+    assert [(i, n, float(t)) for i, n, t in copied] == [
+        (1, "north", 5.0), (2, "south", 7.5), (3, None, 1.0), (4, "north", 2.25)]
+    assert not [c for c in cols if c.startswith("sm_")]
+    assert customers == [(10, "ann"), (11, "bob")]
     engine.dispose()

@@ -171,6 +171,20 @@ class Job:
         return self._active
 
     @property
+    def staged_state(self) -> dict[str, Any]:
+        """The bookmark elements ``commit()`` would save, by transformation_ctx.
+
+        Empty when no bookmarked source staged state, or when the run saves none (bookmarks
+        disabled or paused)::
+
+            if not job.staged_state:
+                job.commit(keep_bookmark=True, note="not committed: bookmark unchanged")
+        """
+        if self.args is None or self.args.option != ENABLE:
+            return {}
+        return dict(self._staged)
+
+    @property
     def reads(self) -> dict[str, dict[str, Any]]:
         """What each bookmarked source read in this run, by ``transformation_ctx`` (a copy of
         what goes into the ledger config under ``sources``).
@@ -240,12 +254,15 @@ class Job:
             raise
         return self
 
-    def commit(self, status: RunStatus | str | None = None) -> int:
+    def commit(self, status: RunStatus | str | None = None, *, keep_bookmark: bool = False,
+               note: str | None = None) -> int:
         """Save the staged state (enable), finish the ledger row, publish staged output.
 
         ``status``: ``SUCCEEDED`` or ``EMPTY`` to decide the run's status yourself (pipelines
         do, by their rule); by default a run whose bookmarked sources found no new input and
-        that wrote nothing is ``EMPTY``.  Returns the bookmark version after the commit.
+        that wrote nothing is ``EMPTY``.  ``keep_bookmark=True`` saves no bookmark state (the
+        version does not move) but still records the run and publishes its output; ``note`` is
+        kept in the ledger row's config.  Returns the bookmark version after the commit.
 
         Example: ``version = job.commit()``
         """
@@ -260,7 +277,9 @@ class Job:
                                   "skip() for the other endings")
         empty = (bool(self._sources) and not any(s.get("new_input") for s in self._sources.values())
                  and self._records_written == 0)
-        save = self.args is not None and self.args.option == ENABLE
+        save = self.args is not None and self.args.option == ENABLE and not keep_bookmark
+        if note:
+            self._config_extra["note"] = str(note)
         new_state = None
         if save:
             new_state = dict(self._state)
@@ -345,8 +364,12 @@ class Job:
 
     def write(self, df: "DataFrame", target: str, format: str = "parquet",
               transformation_ctx: str | None = None, partition_by: Sequence[str] | None = None,
-              mode: str = "append", options: Mapping[str, Any] | None = None) -> int:
+              mode: str = "append", options: Mapping[str, Any] | None = None,
+              stamp: bool = True) -> int:
         """Write ``df`` to ``target`` exactly once (SPEC §5); returns the rows written.
+
+        ``stamp=False`` leaves out the ``sm_run_id``/``sm_snapshot_ts`` columns (the files are
+        still named ``sm-<run_id>-...``, which is what publish and rollback go by).
 
         Example: ``job.write(df, "out/orders", format="parquet", transformation_ctx="sink",
         partition_by=["day"])``
@@ -354,12 +377,15 @@ class Job:
         self.require_active("write")
         return write_files(self, df, target, format=format, transformation_ctx=transformation_ctx,
                            partition_by=partition_by, mode=mode, options=dict(options or {}),
-                           output_index=len(self._outputs))
+                           output_index=len(self._outputs), stamp_rows=stamp)
 
     def write_jdbc(self, df: "DataFrame", url: str, table: str,
                    properties: Mapping[str, Any] | None = None,
-                   transformation_ctx: str | None = None) -> int:
+                   transformation_ctx: str | None = None, stamp: bool = True) -> int:
         """Append ``df`` to a database table exactly once (SPEC §5); returns the rows written.
+
+        ``stamp=False``: the target gets only ``df``'s columns (the staging table keeps the run
+        id, so publishing stays exactly once; such a run cannot be rolled back by run id).
 
         Example: ``job.write_jdbc(df, "jdbc:postgresql://db/shop", "orders",
         properties={"user": "etl", "password": pw})``
@@ -371,7 +397,7 @@ class Job:
                                      credentials={table: {**props, "url": url}},
                                      only_table=table)
         return write_jdbc(self, df, url, table, properties=props,
-                          transformation_ctx=transformation_ctx)
+                          transformation_ctx=transformation_ctx, stamp_rows=stamp)
 
     # ------------------------------------------------------------------ the RunContext seam
     def require_active(self, what: str) -> None:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import sys
 from typing import Mapping, MutableMapping
 
 from ._common import GlueUnsupportedAttributeError, GlueUnsupportedError, module_getattr
@@ -78,20 +79,19 @@ def configure_local_spark(env: MutableMapping[str, str] | None = None) -> bool:
     if args is None:
         return False
     env[SUBMIT_ENV] = args
-    env.setdefault("PYSPARK_PYTHON", os.sys.executable)
+    env.setdefault("PYSPARK_PYTHON", sys.executable)
     env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # no "hostname resolves to loopback" warning
     return True
 
 
 configure_local_spark()
 
-from .dynamicframe import DynamicFrame  # noqa: E402
+from .dynamicframe import DynamicFrame, DynamicFrameCollection  # noqa: E402
 
-__all__ = ["DynamicFrame", "GlueUnsupportedError", "GlueUnsupportedAttributeError",
-           "configure_local_spark"]
+__all__ = ["DynamicFrame", "DynamicFrameCollection", "GlueUnsupportedError",
+           "GlueUnsupportedAttributeError", "configure_local_spark"]
 
 __getattr__ = module_getattr("sparkmark.glue", {
-    "DynamicFrameCollection": "keep the frames in a Python dict",
     "DynamicFrameReader": "use glueContext.create_dynamic_frame",
     "DynamicFrameWriter": "use glueContext.write_dynamic_frame",
 })

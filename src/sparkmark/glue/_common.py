@@ -11,7 +11,10 @@ DOCS = "docs/glue-migration.md"
 
 
 class GlueUnsupportedError(ConfigError):
-    """A part of AWS Glue's API that ``sparkmark.glue`` does not provide."""
+    """A part of AWS Glue's API that ``sparkmark.glue`` does not provide.
+
+        raise GlueUnsupportedError(unsupported_message("GlueContext.x"))
+    """
 
 
 class GlueUnsupportedAttributeError(GlueUnsupportedError, AttributeError):
@@ -19,7 +22,10 @@ class GlueUnsupportedAttributeError(GlueUnsupportedError, AttributeError):
 
 
 def as_options(value: Any, what: str) -> dict[str, Any]:
-    """An optional mapping of option names to values (``None`` is empty); else a clear error."""
+    """An optional mapping of option names to values (``None`` is empty); else a clear error.
+
+        as_options(None, "format_options")  # {}
+    """
     if value is None:
         return {}
     if not isinstance(value, Mapping):
@@ -29,6 +35,10 @@ def as_options(value: Any, what: str) -> dict[str, Any]:
 
 
 def unsupported_message(what: str, hint: str | None = None) -> str:
+    """The text of a :class:`GlueUnsupportedError`: the call, and the way to do it instead.
+
+        unsupported_message("Spigot.apply", "use frame.toDF().limit(n)")
+    """
     text = f"{what} is not supported by sparkmark.glue"
     if hint:
         text += f"; {hint}"
@@ -38,7 +48,10 @@ def unsupported_message(what: str, hint: str | None = None) -> str:
 
 
 def attribute_error(owner: str, name: str, hints: Mapping[str, str]) -> AttributeError:
-    """The error an object's ``__getattr__`` raises for a name it does not have."""
+    """The error an object's ``__getattr__`` raises for a name it does not have.
+
+        raise attribute_error("DynamicFrame", "spigot", {"spigot": "..."})
+    """
     if name.startswith("_"):  # Python's own probes (__deepcopy__, _repr_html_, ...)
         return AttributeError(f"{owner!r} object has no attribute {name!r}")
     return GlueUnsupportedAttributeError(unsupported_message(f"{owner}.{name}", hints.get(name)))
@@ -62,7 +75,10 @@ def module_getattr(module: str, hints: Mapping[str, str]):
 
 
 def load_mapping_file(path: str, what: str, env: str) -> dict[str, Any]:
-    """Read a JSON or YAML mapping file (by extension; else JSON, then YAML) into a dict."""
+    """Read a JSON or YAML mapping file (by extension; else JSON, then YAML) into a dict.
+
+        load_mapping_file("catalog.yaml", "catalog mapping", "SPARKMARK_GLUE_CATALOG")
+    """
     if not os.path.isfile(path):
         raise ConfigError(f"{what} file {path!r} (from env {env}) does not exist; create it or "
                           f"unset {env}")

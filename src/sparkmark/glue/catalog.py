@@ -12,8 +12,22 @@ A file entry has ``path`` (or ``paths``), ``format`` and optional ``format_optio
 names such as ``withHeader``/``separator``, or Spark's) and ``options`` (Glue's S3 connection
 options: ``maxBand``, ``boundedFiles``, ``exclusions``, ``recurse``, ...).  A relative path is
 relative to the mapping file; ``s3://`` paths go through ``SPARKMARK_PATH_MAP``.  A JDBC entry
-has ``url`` and ``table`` (or ``dbtable``), optional ``driver``, ``user``, ``password`` and
-``properties`` (more JDBC connection properties).
+has ``url`` and ``table`` (or ``dbtable``), optional ``driver``, ``user``, ``password`` (or
+``password_env``, the environment variable holding it) and ``properties``; or ``connection``
+(a name in the ``connections`` section) instead of ``url`` and the credentials.
+
+Any table may carry ``columns``, Glue's ``StorageDescriptor.Columns`` shape
+(``[{"Name": "id", "Type": "bigint"}, ...]``): reads through the catalog rename headerless CSV
+columns to these names and cast every column to its type (a value that does not fit becomes
+null); ``resolveChoice(choice="match_catalog")`` casts to them.
+
+The top-level ``connections`` section holds Glue connections for ``extract_jdbc_conf``,
+``from_jdbc_conf`` and ``connectionName``::
+
+    {"connections": {"pg-prod": {"url": "jdbc:postgresql://db:5432/hr", "user": "etl",
+                                 "password_env": "PG_PASSWORD"}}}
+
+(Glue's property names ``JDBC_CONNECTION_URL``, ``USERNAME``, ``PASSWORD`` work too.)
 """
 from __future__ import annotations
 
@@ -28,8 +42,14 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 CATALOG_ENV = "SPARKMARK_GLUE_CATALOG"
-FILE_KEYS = ("path", "paths", "format", "format_options", "options")
-JDBC_KEYS = ("url", "table", "dbtable", "driver", "user", "password", "properties", "options")
+FILE_KEYS = ("path", "paths", "format", "format_options", "options", "columns",
+             "partition_keys")
+JDBC_KEYS = ("url", "table", "dbtable", "driver", "user", "password", "password_env",
+             "properties", "options", "columns", "connection")
+CONNECTION_KEYS = ("url", "user", "password", "password_env", "driver", "properties")
+_GLUE_CONNECTION_NAMES = {"JDBC_CONNECTION_URL": "url", "USERNAME": "user",
+                          "PASSWORD": "password", "JDBC_DRIVER_CLASS_NAME": "driver"}
+CONNECTIONS = "connections"
 
 
 @dataclass(frozen=True)
@@ -48,6 +68,113 @@ class CatalogTable:
     table: str | None = None
     properties: dict[str, str] = field(default_factory=dict)
     detail: str | None = None
+    columns: tuple[tuple[str, str], ...] = ()     # (Name, Type) from the mapping entry
+
+
+@dataclass(frozen=True)
+class Connection:
+    """A Glue connection from the mapping file's ``connections`` section.
+
+        conn = connection("pg-prod")        # env SPARKMARK_GLUE_CATALOG
+        conn.url, conn.properties["user"]
+    """
+
+    name: str
+    url: str
+    properties: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def vendor(self) -> str:
+        """``postgresql`` for ``jdbc:postgresql://...``.
+
+            connection("pg").vendor  # "postgresql"
+        """
+        return self.url.split(":", 2)[1].lower()
+
+    def url_for(self, database: str | None) -> str:
+        """The URL with its database replaced (``from_jdbc_conf``'s ``database`` option).
+
+            connection("pg").url_for("sales")
+        """
+        if not database:
+            return self.url
+        head, sep, query = self.url.partition("?")
+        scheme, _, rest = head.partition("://")
+        if not _:
+            raise ConfigError(f"connection {self.name!r}: cannot put database {database!r} "
+                              f"into URL {self.url.split('?')[0]!r}; give the full URL of the "
+                              "database as a connection of its own")
+        host = rest.split("/", 1)[0]
+        return f"{scheme}://{host}/{database}" + (sep + query if sep else "")
+
+    @property
+    def base_url(self) -> str:
+        """The URL without its database, as Glue's ``extract_jdbc_conf`` returns ``url``.
+
+            connection("pg").base_url  # "jdbc:postgresql://db:5432"
+        """
+        head = self.url.split("?")[0]
+        scheme, sep, rest = head.partition("://")
+        return f"{scheme}://{rest.split('/', 1)[0]}" if sep else head
+
+
+def _credentials(where: str, entry: Mapping[str, Any], props: dict[str, Any],
+                 env: Mapping[str, str]) -> None:
+    for k in ("driver", "user", "password"):
+        if entry.get(k) is not None:
+            props[k] = entry[k]
+    var = entry.get("password_env")
+    if var is not None:
+        if not isinstance(var, str) or not var:
+            raise ConfigError(f"{where}: password_env must name an environment variable")
+        if var not in env:
+            raise ConfigError(f"{where}: the password comes from env {var}, which is not set; "
+                              f"export {var}=... before running the job")
+        props["password"] = env[var]
+
+
+def _columns(where: str, raw: Any) -> tuple[tuple[str, str], ...]:
+    if raw is None:
+        return ()
+    if isinstance(raw, (str, bytes)) or not isinstance(raw, (list, tuple)):
+        raise ConfigError(f"{where}: columns must be a list of {{Name, Type}} objects (Glue's "
+                          "StorageDescriptor.Columns)")
+    out = []
+    for c in raw:
+        if not isinstance(c, Mapping):
+            raise ConfigError(f"{where}: column {c!r} must be an object {{Name, Type}}")
+        low = {str(k).lower(): v for k, v in c.items()}
+        name, typ = low.get("name"), low.get("type")
+        if not isinstance(name, str) or not name or not isinstance(typ, str) or not typ:
+            raise ConfigError(f"{where}: column {dict(c)!r} needs a Name and a Type "
+                              "(e.g. {\"Name\": \"id\", \"Type\": \"bigint\"})")
+        from .fields import glue_type
+        glue_type(typ, f"{where}: column {name!r}")
+        out.append((name, typ))
+    return tuple(out)
+
+
+def parse_connection(name: str, entry: Any, source: str,
+                     env: Mapping[str, str] | None = None) -> Connection:
+    """Validate one entry of the ``connections`` section (pure but for env).
+
+        parse_connection("pg", {"url": "jdbc:postgresql://db/hr", "user": "etl"}, "test")
+    """
+    env = os.environ if env is None else env
+    where = f"catalog mapping {source}, connection {name!r}"
+    if not isinstance(entry, Mapping):
+        raise ConfigError(f"{where} must be an object with url, user, password")
+    entry = {_GLUE_CONNECTION_NAMES.get(str(k), str(k)): v for k, v in entry.items()}
+    unknown = sorted(set(entry) - set(CONNECTION_KEYS))
+    if unknown:
+        raise ConfigError(f"{where}: unknown key(s) {unknown}; use {', '.join(CONNECTION_KEYS)}")
+    url = entry.get("url")
+    if not isinstance(url, str) or not url.startswith("jdbc:"):
+        raise ConfigError(f"{where}: url must be a JDBC URL such as "
+                          "jdbc:postgresql://host:5432/db")
+    props = as_options(entry.get("properties"), f"{where}: properties")
+    _credentials(where, entry, props, env)
+    return Connection(name=name, url=url, properties={str(k): str(v) for k, v in props.items()})
 
 
 def _check_name(database: Any, table_name: Any) -> str:
@@ -57,13 +184,34 @@ def _check_name(database: Any, table_name: Any) -> str:
     return f"{database.strip()}.{table_name.strip()}"
 
 
-def parse_entry(name: str, entry: Any, source: str, base_dir: str | None = None) -> CatalogTable:
-    """Validate one mapping-file entry (pure)."""
+def parse_entry(name: str, entry: Any, source: str, base_dir: str | None = None,
+                connections: Mapping[str, Any] | None = None,
+                env: Mapping[str, str] | None = None) -> CatalogTable:
+    """Validate one mapping-file entry (pure but for env ``password_env``).
+
+        parse_entry("db.t", {"path": "s3://b/t", "format": "csv"}, "test")
+    """
+    env = os.environ if env is None else env
     where = f"catalog mapping {source}, entry {name!r}"
     if not isinstance(entry, Mapping):
         raise ConfigError(f"{where} must be an object with path/format or url/table, not "
                           f"{type(entry).__name__}")
     entry = dict(entry)
+    columns = _columns(where, entry.get("columns"))
+    if "connection" in entry:
+        conn_name = entry["connection"]
+        found = find_in_mapping(dict(connections or {}), str(conn_name))
+        if found is None:
+            raise ConfigError(f"{where}: connection {conn_name!r} is not in the "
+                              f"'{CONNECTIONS}' section; add it there")
+        conn = parse_connection(str(conn_name), found, source, env)
+        if "url" in entry:
+            raise ConfigError(f"{where}: give 'connection' or 'url', not both")
+        entry = {**entry, "url": conn.url}
+        entry.pop("connection")
+        base_props = dict(conn.properties)
+    else:
+        base_props = {}
     if "url" in entry:
         unknown = sorted(set(entry) - set(JDBC_KEYS))
         if unknown:
@@ -77,13 +225,12 @@ def parse_entry(name: str, entry: Any, source: str, base_dir: str | None = None)
         if not isinstance(table, str) or not table.strip():
             raise ConfigError(f"{where}: a JDBC entry needs 'table' (the table in the database, "
                               "optionally schema.table)")
-        props = as_options(entry.get("properties"), f"{where}: properties")
-        for k in ("driver", "user", "password"):
-            if entry.get(k) is not None:
-                props[k] = entry[k]
+        props = {**base_props, **as_options(entry.get("properties"), f"{where}: properties")}
+        _credentials(where, entry, props, env)
         return CatalogTable(name=name, kind="jdbc", source=source, url=url, table=table.strip(),
                             properties={str(k): str(v) for k, v in props.items()},
-                            options=as_options(entry.get("options"), f"{where}: options"))
+                            options=as_options(entry.get("options"), f"{where}: options"),
+                            columns=columns)
     unknown = sorted(set(entry) - set(FILE_KEYS))
     if unknown:
         raise ConfigError(f"{where}: unknown key(s) {unknown}; a file table has "
@@ -106,7 +253,8 @@ def parse_entry(name: str, entry: Any, source: str, base_dir: str | None = None)
                         format=fmt.strip().lower(),
                         format_options=as_options(entry.get("format_options"),
                                              f"{where}: format_options"),
-                        options=as_options(entry.get("options"), f"{where}: options"))
+                        options=as_options(entry.get("options"), f"{where}: options"),
+                        columns=columns)
 
 
 def find_in_mapping(data: Mapping[str, Any], name: str) -> Any:
@@ -158,7 +306,10 @@ def _storage_properties(text: Any) -> dict[str, str]:
 
 def lookup(spark: "SparkSession", database: Any, table_name: Any,
            env: Mapping[str, str] | None = None) -> CatalogTable:
-    """Find ``database.table_name``: the Spark catalog, then ``SPARKMARK_GLUE_CATALOG``."""
+    """Find ``database.table_name``: the Spark catalog, then ``SPARKMARK_GLUE_CATALOG``.
+
+        lookup(spark, "hr", "emp").kind  # "jdbc"
+    """
     name = _check_name(database, table_name)
     found = _spark_table(spark, database.strip(), table_name.strip())
     if found is not None:
@@ -171,9 +322,137 @@ def lookup(spark: "SparkSession", database: Any, table_name: Any,
             f"set {CATALOG_ENV} to a JSON or YAML file mapping {name!r} to "
             '{"path": ..., "format": ...} or {"url": "jdbc:...", "table": ...}')
     data = load_mapping_file(file, "catalog mapping", CATALOG_ENV)
-    entry = find_in_mapping(data, name)
+    entry = find_in_mapping({k: v for k, v in data.items() if k != CONNECTIONS}, name)
     if entry is None:
-        known = ", ".join(sorted(str(k) for k in data)[:20]) or "none"
+        known = ", ".join(sorted(str(k) for k in data if k != CONNECTIONS)[:20]) or "none"
         raise SourceError(f"table {name} is neither in the Spark catalog nor in the catalog "
                           f"mapping {file!r} (it has: {known}); add an entry for {name!r}")
-    return parse_entry(name, entry, repr(file), os.path.dirname(os.path.abspath(file)))
+    return parse_entry(name, entry, repr(file), os.path.dirname(os.path.abspath(file)),
+                       connections=_connections_section(data, file), env=env)
+
+
+def _connections_section(data: Mapping[str, Any], file: str) -> dict[str, Any]:
+    section = data.get(CONNECTIONS) or {}
+    if not isinstance(section, Mapping):
+        raise ConfigError(f"catalog mapping {file!r}: '{CONNECTIONS}' must be an object of "
+                          "connection name to {url, user, password}")
+    return dict(section)
+
+
+def connection(name: Any, env: Mapping[str, str] | None = None) -> Connection:
+    """The Glue connection ``name`` from the mapping file's ``connections`` section.
+
+        connection("pg-prod").url_for("hr")   # jdbc:postgresql://db:5432/hr
+    """
+    env = os.environ if env is None else env
+    if not isinstance(name, str) or not name.strip():
+        raise ConfigError(f"a Glue connection name must be a non-empty string, not {name!r}")
+    file = env.get(CATALOG_ENV)
+    if not file:
+        raise ConfigError(f"Glue connection {name!r}: env {CATALOG_ENV} is not set; set it to a "
+                          f"JSON or YAML file with a '{CONNECTIONS}' section, e.g. "
+                          f'{{"{CONNECTIONS}": {{"{name}": {{"url": "jdbc:postgresql://'
+                          'host:5432/db", "user": "...", "password_env": "PGPASSWORD"}}}}')
+    data = load_mapping_file(file, "catalog mapping", CATALOG_ENV)
+    section = _connections_section(data, file)
+    entry = find_in_mapping(section, name.strip())
+    if entry is None:
+        raise ConfigError(f"Glue connection {name!r} is not in the '{CONNECTIONS}' section of "
+                          f"the catalog mapping {file!r} (it has: "
+                          f"{', '.join(sorted(section)) or 'none'}); add it there")
+    return parse_connection(name.strip(), entry, repr(file), env)
+
+
+def column_types(table: CatalogTable, spark: "SparkSession") -> dict[str, Any]:
+    """``{name: Spark type}`` of a catalog table's columns (mapping file or Spark catalog).
+
+        column_types(lookup(spark, "db", "t"), spark)  # {"id": LongType()}
+    """
+    from .fields import glue_type
+    if table.columns:
+        out = {}
+        for name, typ in table.columns:
+            t = glue_type(typ, f"table {table.name}, column {name!r}")
+            if t is not None:
+                out[name] = t
+        return out
+    if table.source == "Spark catalog" and table.table:
+        return {f.name: f.dataType for f in spark.table(table.table).schema.fields}
+    return {}
+
+
+def apply_columns(df: Any, table: CatalogTable, positional: bool) -> Any:
+    """A read of ``table`` with its catalog ``columns``: headerless CSV columns (``col0``...)
+    renamed by position, every column cast to its type, absent ones added as nulls, in the
+    catalog's order (other columns follow)."""
+    if not table.columns:
+        return df
+    from pyspark.sql import functions as F
+    from .fields import glue_type, quote, try_cast
+    if positional:
+        renames = {f"col{i}": name for i, (name, _) in enumerate(table.columns)
+                   if f"col{i}" in df.columns}
+        if renames:
+            df = df.withColumnsRenamed(renames)
+    have = {c.lower(): c for c in df.columns}
+    cols, used = [], set()
+    for name, typ in table.columns:
+        dtype = glue_type(typ, f"table {table.name}, column {name!r}")
+        actual = have.get(name.lower())
+        if actual is None:
+            from pyspark.sql.types import StringType
+            cols.append(F.lit(None).cast(dtype or StringType()).alias(name))
+            continue
+        used.add(actual)
+        ref = df[quote(actual)]
+        if dtype is not None and df.schema[actual].dataType != dtype:
+            ref = try_cast(ref, dtype)
+        cols.append(ref.alias(name))
+    cols += [df[quote(c)] for c in df.columns if c not in used]
+    return df.select(*cols)
+
+
+def register_table(spark: "SparkSession", database: Any, table_name: Any, *, path: str,
+                   fmt: str, columns: list[tuple[str, str]], partition_keys: list[str],
+                   update_schema: bool, env: Mapping[str, str] | None = None) -> str:
+    """``getSink(enableUpdateCatalog=True)``: add or update ``database.table_name``.
+
+    With env ``SPARKMARK_GLUE_CATALOG`` the entry is written to that file (created if missing;
+    an existing entry keeps its other keys; ``update_schema=False`` keeps its columns), else the
+    table is created in the Spark catalog.  Returns where it went.
+    """
+    import json
+    import tempfile
+    name = _check_name(database, table_name)
+    env = os.environ if env is None else env
+    file = env.get(CATALOG_ENV)
+    if not file:
+        db, tb = database.strip(), table_name.strip()
+        q = f"`{db.replace('`', '``')}`.`{tb.replace('`', '``')}`"
+        spark.sql(f"CREATE DATABASE IF NOT EXISTS `{db.replace('`', '``')}`")
+        if not spark.catalog.tableExists(q):
+            loc = path.replace("'", "\\'")
+            spark.sql(f"CREATE TABLE {q} USING {fmt} LOCATION '{loc}'")
+        return "Spark catalog"
+    data = load_mapping_file(file, "catalog mapping", CATALOG_ENV) if os.path.exists(file) \
+        else {}
+    key = next((k for k in data if isinstance(k, str) and k.lower() == name.lower()), name)
+    entry = dict(data.get(key) or {})
+    entry.update(path=path, format=fmt)
+    if update_schema or "columns" not in entry:
+        entry["columns"] = [{"Name": n, "Type": t} for n, t in columns]
+    if partition_keys:
+        entry["partition_keys"] = list(partition_keys)
+    data[key] = entry
+    lower = file.lower()
+    if lower.endswith((".yaml", ".yml")):
+        import yaml
+        text = yaml.safe_dump(data, sort_keys=False)
+    else:
+        text = json.dumps(data, indent=2)
+    folder = os.path.dirname(os.path.abspath(file))
+    fd, tmp = tempfile.mkstemp(prefix=".catalog-", dir=folder)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.replace(tmp, file)  # readers see the old file or the new one, never half of it
+    return repr(file)

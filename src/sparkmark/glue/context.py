@@ -1,8 +1,18 @@
 """``GlueContext``: ``create_dynamic_frame`` and ``write_dynamic_frame`` over sparkmark.
 
-Reads go through the running Glue ``Job``'s bookmarks (``job.read.files`` / ``job.read.jdbc``),
-writes through its exactly-once sinks (``job.write`` / ``job.write_jdbc``); so a Glue ``Job`` must
-be initialised first (``job.init(args['JOB_NAME'], args)``, as Glue's generated scripts do).
+    glueContext = GlueContext(SparkContext.getOrCreate())
+    frame = glueContext.create_dynamic_frame.from_catalog(database="db", table_name="t",
+                                                          transformation_ctx="src")
+    glueContext.write_dynamic_frame.from_options(frame=frame, connection_type="s3",
+                                                 connection_options={"path": "s3://b/out"},
+                                                 format="parquet")
+
+While a Glue ``Job`` is running (between ``job.init`` and ``job.commit``), reads go through its
+bookmarks (``job.read.files`` / ``job.read.jdbc``) and writes through its exactly-once sinks
+(``job.write`` / ``job.write_jdbc``), with Glue's schema (no ``sm_run_id`` columns unless env
+``SPARKMARK_GLUE_STAMP=1``).  With no running job (AWS's ``examples/`` scripts have none, and
+some scripts read before ``job.init``) they work as Glue does without bookmarks: every read
+reads everything, every write is a plain Spark append, and nothing goes to the ledger.
 
 Supported connection types: ``s3`` and ``file`` (paths; ``s3://`` goes through
 ``SPARKMARK_PATH_MAP``), and the JDBC types ``postgresql``, ``mysql``, ``sqlserver``, ``oracle``,
@@ -14,9 +24,11 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import TYPE_CHECKING, Any
+import os
+import time
+from typing import TYPE_CHECKING, Any, Mapping
 
-from ..errors import ConfigError, JobStateError, SinkError, SourceError
+from ..errors import ConfigError, SinkError, SourceError
 from ..options import DISABLE
 from . import catalog as _catalog
 from . import formats, paths
@@ -44,7 +56,9 @@ _S3_UNSUPPORTED = {
 _JDBC_KEYS = ("url", "dbtable", "user", "password", "jobBookmarkKeys",
               "jobBookmarkKeysSortOrder", "jobBookmarksKeysSortOrder",
               "customJdbcDriverClassName")
-_JDBC_IGNORED = ("hashfield", "hashexpression", "hashpartitions", "bulkSize")
+_JDBC_HASH = ("hashfield", "hashexpression", "hashpartitions")
+_JDBC_IGNORED = ("bulkSize", "sampleQuery", "enablePartitioningForSampleQuery")
+STAMP_ENV = "SPARKMARK_GLUE_STAMP"
 _CONNECTION_HINTS = {
     "dynamodb": None, "kinesis": "use Spark Structured Streaming", "kafka": "use Spark "
     "Structured Streaming", "mongodb": "use the MongoDB Spark connector",
@@ -53,19 +67,11 @@ _CONNECTION_HINTS = {
     "custom.spark": None, "marketplace.spark": None, "opensearch": None,
 }
 
-_CONTEXT_HINTS = {
-    "purge_s3_path": "delete the files yourself; sparkmark sinks only add each run's output "
-                     "once (rollback removes a run's output: 'sparkmark rollback')",
-    "purge_table": "delete the files yourself",
+_CONTEXT_HINTS: dict[str, str | None] = {
     "transition_s3_path": "storage classes do not exist outside S3",
     "transition_table": "storage classes do not exist outside S3",
     "getSource": "use glueContext.create_dynamic_frame.from_options",
-    "getSink": "use glueContext.write_dynamic_frame.from_options",
-    "getSinkWithFormat": "use glueContext.write_dynamic_frame.from_options",
-    "write_dynamic_frame_from_jdbc_conf": "use write_dynamic_frame.from_options with "
-                                          "connection_type 'postgresql' (or 'jdbc') and the url",
-    "write_from_jdbc_conf": "use write_dynamic_frame.from_options with a JDBC connection type",
-    "extract_jdbc_conf": "put the url, user and password in SPARKMARK_GLUE_CATALOG",
+    "getSinkWithFormat": "use glueContext.getSink(...) then sink.setFormat(...)",
     "create_dynamic_frame_from_rdd": "use DynamicFrame.fromDF(spark.createDataFrame(rdd), "
                                      "glueContext, name)",
     "create_data_frame_from_catalog": "use create_dynamic_frame.from_catalog(...).toDF()",
@@ -81,26 +87,38 @@ _CONTEXT_HINTS = {
 
 
 class GlueLogger:
-    """``glueContext.get_logger()``: info/warn/error to Python's logging ('sparkmark.glue')."""
+    """``glueContext.get_logger()``: info/warn/error to Python's logging ('sparkmark.glue').
+
+        logger = glueContext.get_logger()
+        logger.info("starting")
+    """
 
     def __init__(self) -> None:
         self._log = logging.getLogger("sparkmark.glue")
 
     def info(self, msg: Any) -> None:
+        """``logger.info("text")``."""
         self._log.info(msg)
 
     def warn(self, msg: Any) -> None:
+        """``logger.warn("text")``."""
         self._log.warning(msg)
 
     warning = warn
 
     def error(self, msg: Any) -> None:
+        """``logger.error("text")``."""
         self._log.error(msg)
 
 
 class GlueContext:
     """``GlueContext(sc)`` with ``.spark_session``, ``create_dynamic_frame``,
-    ``write_dynamic_frame``."""
+    ``write_dynamic_frame``, ``getSink``, ``purge_s3_path``/``purge_table`` and
+    ``extract_jdbc_conf``.
+
+        glueContext = GlueContext(SparkContext.getOrCreate())
+        spark = glueContext.spark_session
+    """
 
     def __init__(self, sparkContext: Any, **options: Any):
         from pyspark import SparkContext
@@ -130,37 +148,132 @@ class GlueContext:
         self.write_dynamic_frame = DynamicFrameWriter(self)
 
     # -- the running job
-    def _job(self, call: str) -> "SparkmarkJob":
+    def attach_job(self, job: Any) -> None:
+        """Called by ``Job(glueContext)``: its runs become this context's running job."""
+        self._jobs.append(job)
+
+    @property
+    def sparkmark_job(self) -> "SparkmarkJob | None":
+        """The running :class:`sparkmark.Job` (between ``job.init`` and ``job.commit``), or
+        ``None``: then reads read everything and writes are plain, as in Glue without a job."""
         for glue_job in reversed(self._jobs):
             if glue_job.sparkmark_job.active:
                 return glue_job.sparkmark_job
-        raise JobStateError(
-            f"{call} needs a running Glue Job: add 'job = Job(glueContext)' and "
-            "'job.init(args[\"JOB_NAME\"], args)' before it (sparkmark.glue reads and writes "
-            "through the job's bookmarks and exactly-once sinks)")
+        return None
 
     @property
     def sparkContext(self):
+        """The SparkContext: ``glueContext.sparkContext``.
+
+            sc = glueContext.sparkContext
+        """
         return self._sc
 
     def get_logger(self) -> GlueLogger:
+        """``glueContext.get_logger().info("...")``."""
         return GlueLogger()
 
     # -- Glue's flat method names
     def create_dynamic_frame_from_options(self, *args: Any, **kwargs: Any) -> DynamicFrame:
+        """Same as ``create_dynamic_frame.from_options``.
+
+            glueContext.create_dynamic_frame_from_options("s3", {"paths": ["s3://b/in"]},
+                                                          format="json")
+        """
         return self.create_dynamic_frame.from_options(*args, **kwargs)
 
     def create_dynamic_frame_from_catalog(self, *args: Any, **kwargs: Any) -> DynamicFrame:
+        """Same as ``create_dynamic_frame.from_catalog``.
+
+            glueContext.create_dynamic_frame_from_catalog(database="db", table_name="t")
+        """
         return self.create_dynamic_frame.from_catalog(*args, **kwargs)
 
     def write_dynamic_frame_from_options(self, *args: Any, **kwargs: Any) -> DynamicFrame:
+        """Same as ``write_dynamic_frame.from_options``.
+
+            glueContext.write_dynamic_frame_from_options(
+                frame=f, connection_type="s3", connection_options={"path": "s3://b/out"},
+                format="json")
+        """
         return self.write_dynamic_frame.from_options(*args, **kwargs)
 
     def write_dynamic_frame_from_catalog(self, *args: Any, **kwargs: Any) -> DynamicFrame:
+        """Same as ``write_dynamic_frame.from_catalog``.
+
+            glueContext.write_dynamic_frame_from_catalog(frame=f, database="db", table_name="t")
+        """
         return self.write_dynamic_frame.from_catalog(*args, **kwargs)
 
+    def write_dynamic_frame_from_jdbc_conf(self, *args: Any, **kwargs: Any) -> DynamicFrame:
+        """Same as ``write_dynamic_frame.from_jdbc_conf``.
+
+            glueContext.write_dynamic_frame_from_jdbc_conf(
+                frame=f, catalog_connection="pg",
+                connection_options={"dbtable": "t", "database": "db"})
+        """
+        return self.write_dynamic_frame.from_jdbc_conf(*args, **kwargs)
+
+    write_from_jdbc_conf = write_dynamic_frame_from_jdbc_conf
+
+    # -- connections
+    def extract_jdbc_conf(self, connection_name: str, catalog_id: Any = None) -> dict[str, str]:
+        """A Glue connection's settings, as Glue returns them:
+        ``conf = glueContext.extract_jdbc_conf("pg-prod")`` gives ``url`` (no database),
+        ``fullUrl``, ``user``, ``password``, ``vendor``, ``driver``.  Connections live in the
+        ``connections`` section of ``SPARKMARK_GLUE_CATALOG``."""
+        if catalog_id is not None:
+            raise GlueUnsupportedError(unsupported_message("extract_jdbc_conf(catalog_id=...)"))
+        conn = _catalog.connection(connection_name)
+        out = {"url": conn.base_url, "fullUrl": conn.url, "vendor": conn.vendor,
+               "enforceSSL": "false", "customJDBCCert": "", "customJDBCCertString": "",
+               "skipCustomJDBCCertValidation": "false"}
+        out.update(conn.properties)
+        out.setdefault("driver", _driver(conn.url, conn.properties))
+        return out
+
+    # -- sinks
+    def getSink(self, connection_type: str = "s3", format: Any = None,
+                transformation_ctx: str = "", **options: Any) -> "DataSink":
+        """Glue Studio's sink: ``sink = glueContext.getSink(path="s3://b/out/",
+        connection_type="s3", updateBehavior="UPDATE_IN_DATABASE", partitionKeys=[],
+        enableUpdateCatalog=True, transformation_ctx="sink")``, then
+        ``sink.setCatalogInfo(catalogDatabase="db", catalogTableName="t")``,
+        ``sink.setFormat("glueparquet")`` and ``sink.writeFrame(frame)``."""
+        kind = _connection_type(connection_type, "getSink")
+        if kind not in FILE_TYPES:
+            raise GlueUnsupportedError(unsupported_message(
+                f"getSink(connection_type={kind!r})",
+                "use write_dynamic_frame.from_options or from_jdbc_conf for database tables"))
+        return DataSink(self, options, format, _ctx(transformation_ctx))
+
+    # -- purge
+    def purge_s3_path(self, s3_path: str, options: Any = None,
+                      transformation_ctx: str = "") -> list[str]:
+        """Delete the files under ``s3_path`` older than ``retentionPeriod`` hours (default
+        168): ``glueContext.purge_s3_path("s3://b/tmp/", {"retentionPeriod": 0})``.
+
+        The path goes through ``SPARKMARK_PATH_MAP``; a path that leaves its mapped root (or,
+        unmapped, itself) through ``..``, or a file-system root, is refused.  Files of runs not
+        yet committed (``_sparkmark_staging``) are never deleted.  Returns the deleted files.
+        """
+        return _purge(self, [s3_path], options, "purge_s3_path")
+
+    def purge_table(self, database: str, table_name: str, options: Any = None,
+                    transformation_ctx: str = "", catalog_id: Any = None) -> list[str]:
+        """``purge_s3_path`` for the location of a catalog table:
+        ``glueContext.purge_table("db", "t", {"retentionPeriod": 24})``."""
+        if catalog_id is not None:
+            raise GlueUnsupportedError(unsupported_message("purge_table(catalog_id=...)"))
+        table = _catalog.lookup(self.spark_session, database, table_name)
+        if table.kind != "files":
+            raise ConfigError(f"purge_table: table {table.name} ({table.source}) is not a file "
+                              "table; only files can be purged")
+        return _purge(self, list(table.paths), options, "purge_table")
+
     def __getattr__(self, name: str) -> Any:
-        raise attribute_error("GlueContext", name, _CONTEXT_HINTS)
+        raise attribute_error("GlueContext", name,
+                              {k: v for k, v in _CONTEXT_HINTS.items() if v})
 
 
 # ---------------------------------------------------------------------- helpers
@@ -172,6 +285,17 @@ def _ctx(transformation_ctx: Any) -> str | None:
         raise ConfigError(f"transformation_ctx must be a string, not "
                           f"{type(transformation_ctx).__name__}")
     return transformation_ctx
+
+
+def _stamp() -> bool:
+    """Whether Glue-layer writes add sm_run_id/sm_snapshot_ts (env SPARKMARK_GLUE_STAMP=1)."""
+    value = os.environ.get(STAMP_ENV, "").strip().lower()
+    if value in ("", "0", "false", "no"):
+        return False
+    if value in ("1", "true", "yes"):
+        return True
+    raise ConfigError(f"env {STAMP_ENV}={value!r}: use 1 (stamp every row with sm_run_id and "
+                      "sm_snapshot_ts) or 0")
 
 
 def _connection_type(connection_type: Any, call: str) -> str:
@@ -212,8 +336,20 @@ def _check_scheme(spark: Any, raw: str, mapped: str, error: type, call: str) -> 
             "hadoop-aws on Spark's class path") from None
 
 
-def _read_files(job: "SparkmarkJob", paths_: list[str], fmt: Any, format_options: Any,
-                options: dict[str, Any], ctx: str | None) -> "DataFrame":
+def _driver(url: str, props: Mapping[str, Any]) -> str:
+    if props.get("driver"):
+        return str(props["driver"])
+    from ..jdbcconn import DRIVERS
+    for prefix, cls, _ in DRIVERS:
+        if url.lower().startswith(prefix):
+            return cls
+    raise ConfigError(f"no known JDBC driver for {url.split('?')[0]}; give "
+                      "customJdbcDriverClassName (or 'driver' in the catalog mapping)")
+
+
+def _read_files(spark: Any, job: "SparkmarkJob | None", paths_: list[str], fmt: Any,
+                format_options: Any, options: dict[str, Any], ctx: str | None,
+                table: "_catalog.CatalogTable | None" = None) -> "DataFrame":
     spark_fmt = formats.glue_format(fmt)
     reader_opts, positional = formats.reader_options(spark_fmt, format_options)
     clash = sorted(set(reader_opts) & set(options))
@@ -223,14 +359,106 @@ def _read_files(job: "SparkmarkJob", paths_: list[str], fmt: Any, format_options
     path_map = paths.load_path_map()
     mapped = [paths.map_path(p, path_map) for p in paths_]
     for raw, m in zip(paths_, mapped):
-        _check_scheme(job.spark, raw, m, SourceError, "read")
-    df = job.read.files(mapped, format=spark_fmt, transformation_ctx=ctx,
-                        options={**options, **reader_opts})
+        _check_scheme(spark, raw, m, SourceError, "read")
+    if job is not None:
+        df = job.read.files(mapped, format=spark_fmt, transformation_ctx=ctx,
+                            options={**options, **reader_opts})
+    else:  # no running job: everything, read the way sparkmark's file source reads it
+        from ..planning.bands import plan_all, split_options
+        from ..sources import files as file_source
+        band_opts, rest = split_options({**options, **reader_opts})
+        opts, schema = file_source.reader_options(file_source.check_format(spark_fmt), rest)
+        listing = file_source.list_inputs(spark, mapped, band_opts)
+        df = file_source.load(spark, spark_fmt, plan_all(listing.entries), listing, opts,
+                              schema)
     if positional:
         renames = formats.glue_column_names(df.columns)
         if renames:
             df = df.withColumnsRenamed(renames)
+    if table is not None:
+        df = _catalog.apply_columns(df, table, positional)
     return df
+
+
+def _hash_predicates(url: str, opts: dict[str, Any], call: str) -> list[str] | None:
+    """Glue's ``hashfield``/``hashexpression`` + ``hashpartitions`` as Spark JDBC predicates."""
+    field_ = opts.get("hashfield")
+    expr = opts.get("hashexpression")
+    if not field_ and not expr:
+        return None
+    try:
+        n = int(opts.get("hashpartitions", 7))
+    except (TypeError, ValueError):
+        n = 0
+    if n < 1:
+        raise ConfigError(f"{call}: hashpartitions must be a whole number >= 1")
+    if expr:
+        value, null_col = f"({expr})", f"({expr})"
+    else:
+        if url.startswith("jdbc:postgresql"):
+            col = '"' + str(field_).replace('"', '""') + '"'
+            value = f"HASHTEXT(CAST({col} AS TEXT))"
+        elif url.startswith(("jdbc:mysql", "jdbc:mariadb")):
+            col = "`" + str(field_).replace("`", "``") + "`"
+            value = f"CRC32({col})"
+        else:
+            col = str(field_)
+            value = col  # a numeric column
+        null_col = col
+    preds = [f"ABS(MOD({value}, {n})) = {i}" for i in range(n)]
+    preds[0] = f"({preds[0]} OR {null_col} IS NULL)"  # rows with no hash value: read here
+    return preds
+
+
+def _read_jdbc(spark: Any, job: "SparkmarkJob | None", url: str, table: str,
+               props: dict[str, str], opts: dict[str, Any], ctx: str | None,
+               call: str) -> "DataFrame":
+    hashing = {k: opts.pop(k) for k in _JDBC_HASH if k in opts}
+    if job is not None:  # the bookmarked read partitions on the bookmark key range itself
+        return job.read.jdbc(url, table=table, transformation_ctx=ctx, properties=props,
+                             options=opts)
+    reader_props = {**props, "driver": _driver(url, props)}
+    preds = _hash_predicates(url, hashing, call)
+    try:
+        if preds:
+            return spark.read.jdbc(url, table, predicates=preds, properties=reader_props)
+        return spark.read.jdbc(url, table, properties=reader_props)
+    except Exception as e:  # noqa: BLE001
+        raise SourceError(f"{call}: cannot read table {table} at {url.split('?')[0]}: "
+                          f"{str(e).strip().splitlines()[0][:300]}") from None
+
+
+def _write_files(spark: Any, job: "SparkmarkJob | None", df: "DataFrame", target: str,
+                 fmt: str, ctx: str | None, parts: list[str], wopts: dict[str, Any]) -> None:
+    if job is not None:
+        job.write(df, target, format=fmt, transformation_ctx=ctx, partition_by=parts,
+                  options=wopts, stamp=_stamp())
+        return
+    missing = [c for c in parts if c not in df.columns]
+    if missing:
+        raise ConfigError(f"partitionKeys {missing} are not in the frame (columns: "
+                          f"{df.columns})")
+    w = df.write.format(fmt).mode("append").options(**wopts)
+    if parts:
+        w = w.partitionBy(*parts)
+    try:
+        w.save(target)
+    except Exception as e:  # noqa: BLE001
+        raise SinkError(f"writing to {target} failed: "
+                        f"{str(e).strip().splitlines()[0][:300]}") from None
+
+
+def _write_jdbc(job: "SparkmarkJob | None", df: "DataFrame", url: str, table: str,
+                props: dict[str, str], ctx: str | None) -> None:
+    if job is not None:
+        job.write_jdbc(df, url, table, properties=props, transformation_ctx=ctx, stamp=_stamp())
+        return
+    try:
+        df.write.jdbc(url, table, mode="append",
+                      properties={**props, "driver": _driver(url, props)})
+    except Exception as e:  # noqa: BLE001
+        raise SinkError(f"writing to table {table} at {url.split('?')[0]} failed: "
+                        f"{str(e).strip().splitlines()[0][:300]}") from None
 
 
 def _s3_options(connection_options: dict[str, Any], call: str) -> tuple[list[str], dict]:
@@ -264,15 +492,21 @@ def _s3_options(connection_options: dict[str, Any], call: str) -> tuple[list[str
 def _jdbc_options(connection_type: str, connection_options: dict[str, Any],
                   call: str) -> tuple[str, str, dict[str, str], dict[str, Any]]:
     opts = dict(connection_options)
+    conn_name = opts.pop("connectionName", None)
+    opts.pop("useConnectionProperties", None)
+    props: dict[str, str] = {}
+    if conn_name:
+        conn = _catalog.connection(conn_name)
+        props.update(conn.properties)
+        opts.setdefault("url", conn.url)
     url = opts.pop("url", None)
     table = opts.pop("dbtable", None)
     if not isinstance(url, str) or not url.startswith("jdbc:"):
         raise ConfigError(f"{call}: connection_options needs 'url', a JDBC URL such as "
                           f"jdbc:{connection_type if connection_type != 'jdbc' else 'postgresql'}"
-                          "://host:5432/db")
+                          "://host:5432/db (or 'connectionName', a Glue connection)")
     if not isinstance(table, str) or not table.strip():
         raise ConfigError(f"{call}: connection_options needs 'dbtable', the table to use")
-    props: dict[str, str] = {}
     options: dict[str, Any] = {}
     for key, value in opts.items():
         if key in ("user", "password"):
@@ -284,13 +518,13 @@ def _jdbc_options(connection_type: str, connection_options: dict[str, Any],
                 f"{call} connection option 'customJdbcDriverS3Path'",
                 "put the driver jar on Spark's class path (spark.jars or --jars, or env "
                 "SPARKMARK_JDBC_JARS)"))
-        elif key in _JDBC_KEYS:
+        elif key in _JDBC_KEYS or key in _JDBC_HASH:
             options[key] = value
         elif key in _JDBC_IGNORED:
             continue
         else:
             raise ConfigError(f"{call}: unknown JDBC connection option {key!r}; sparkmark.glue "
-                              f"supports {', '.join(_JDBC_KEYS)}")
+                              f"supports {', '.join(_JDBC_KEYS + _JDBC_HASH)}, connectionName")
     return url, table.strip(), props, options
 
 
@@ -301,9 +535,94 @@ def _frame(value: Any, call: str) -> DynamicFrame:
     return value
 
 
+def _glue_columns(df: "DataFrame") -> list[tuple[str, str]]:
+    """A frame's schema as Glue's Columns (Hive type names)."""
+    return [(f.name, f.dataType.simpleString()) for f in df.schema.fields]
+
+
+# ---------------------------------------------------------------------- purge
+_PURGE_IGNORED = ("excludeStorageClasses",)
+
+
+def _purge(glue: GlueContext, raw_paths: list[str], options: Any, call: str) -> list[str]:
+    opts = as_options(options, f"{call} options")
+    hours = opts.pop("retentionPeriod", 168)
+    for key in _PURGE_IGNORED:
+        opts.pop(key, None)  # storage classes do not exist outside S3: nothing is excluded
+    if opts:
+        raise GlueUnsupportedError(unsupported_message(
+            f"{call} option(s) {sorted(opts)}", "sparkmark supports retentionPeriod (and "
+            "ignores excludeStorageClasses)"))
+    try:
+        hours_f = float(hours)
+    except (TypeError, ValueError):
+        hours_f = -1.0
+    if hours_f < 0:
+        raise ConfigError(f"{call}: retentionPeriod must be a number of hours >= 0, not "
+                          f"{hours!r}")
+    job = glue.sparkmark_job
+    now = job.clock() if job is not None else int(time.time() * 1000)
+    cutoff = now - int(hours_f * 3_600_000)
+    path_map = paths.load_path_map()
+    spark = glue.spark_session
+    jvm: Any = spark.sparkContext._jvm
+    conf = spark.sparkContext._jsc.hadoopConfiguration()
+    deleted: list[str] = []
+    for raw in raw_paths:
+        target = _purge_target(raw, path_map, call)
+        _check_scheme(spark, raw, target, ConfigError, call)
+        jpath = jvm.org.apache.hadoop.fs.Path(target)
+        fs = jpath.getFileSystem(conf)
+        if not fs.exists(jpath):
+            continue
+        it = fs.listFiles(jpath, True)
+        while it.hasNext():
+            st = it.next()
+            p = st.getPath()
+            if "/_sparkmark_staging/" in p.toString():
+                continue  # output of a run that has not committed yet
+            if int(st.getModificationTime()) < cutoff:
+                fs.delete(p, False)
+                deleted.append(p.toString())
+    logging.getLogger("sparkmark.glue").info("%s: deleted %d file(s)", call, len(deleted))
+    return deleted
+
+
+def _purge_target(raw: Any, path_map: list, call: str) -> str:
+    """Where ``raw`` lives, refusing anything that leaves its mapped (or given) root."""
+    import posixpath
+    if not isinstance(raw, str) or not raw.strip():
+        raise ConfigError(f"{call} needs a path (an s3:// URI or a folder)")
+    root = paths.mapped_root(raw, path_map)
+    target = paths.map_path(raw, path_map)
+    scheme, sep, rest = target.partition("://")
+    local = target[5:] if target.startswith("file:") and not sep else (None if sep else target)
+    body = local if local is not None else rest
+    norm = posixpath.normpath(body) if body else body
+    if ".." in body.split("/"):
+        raise ConfigError(f"{call}: {raw!r} leaves its root through '..'; give the folder "
+                          "itself")
+    if local is not None:
+        if not norm or norm == "/" or norm == ".":
+            raise ConfigError(f"{call}: refusing to purge {target!r}, a file-system root")
+        if root is not None:
+            base = posixpath.normpath(root[5:] if root.startswith("file:") else root)
+            if norm != base and not norm.startswith(base.rstrip("/") + "/"):
+                raise ConfigError(f"{call}: {raw!r} maps to {target!r}, outside its mapped "
+                                  f"root {root!r}; refusing to delete there")
+    elif not rest.strip("/"):
+        raise ConfigError(f"{call}: refusing to purge {target!r}, a file-system root")
+    return target
+
+
 # ---------------------------------------------------------------------- reader / writer
 class DynamicFrameReader:
-    """``glueContext.create_dynamic_frame``."""
+    """``glueContext.create_dynamic_frame``: ``from_options`` and ``from_catalog``.
+
+        frame = glueContext.create_dynamic_frame.from_options(
+            connection_type="s3", connection_options={"paths": ["s3://b/in/"]},
+            format="json", transformation_ctx="src")
+    """
 
     def __init__(self, glue_context: GlueContext):
         self._glue = glue_context
@@ -312,6 +631,7 @@ class DynamicFrameReader:
                      format: Any = None, format_options: Any = None,
                      transformation_ctx: str = "", push_down_predicate: str = "",
                      **kwargs: Any) -> DynamicFrame:
+        """Files (``s3``, ``file``) or a database table (``postgresql``, ``mysql``, ...)."""
         call = "create_dynamic_frame.from_options"
         if kwargs:
             raise GlueUnsupportedError(unsupported_message(f"{call} argument(s) {sorted(kwargs)}"))
@@ -319,23 +639,29 @@ class DynamicFrameReader:
         _no_pushdown(push_down_predicate, call)
         conn = as_options(connection_options, "connection_options")
         ctx = _ctx(transformation_ctx)
-        job = self._glue._job(call)
+        job = self._glue.sparkmark_job
+        spark = self._glue.spark_session
         if kind in FILE_TYPES:
             if format is None:
                 raise ConfigError(f"{call}: give format= (csv, json, parquet, orc, avro, xml)")
             raw_paths, opts = _s3_options(conn, call)
-            df = _read_files(job, raw_paths, format, as_options(format_options, "format_options"),
-                             opts, ctx)
+            df = _read_files(spark, job, raw_paths, format,
+                             as_options(format_options, "format_options"), opts, ctx)
         else:
             url, table, props, opts = _jdbc_options(kind, conn, call)
-            df = job.read.jdbc(url, table=table, transformation_ctx=ctx, properties=props,
-                               options=opts)
+            df = _read_jdbc(spark, job, url, table, props, opts, ctx, call)
         return DynamicFrame(df, self._glue, ctx or "")
 
     def from_catalog(self, database: Any = None, table_name: Any = None,
                      redshift_tmp_dir: str = "", transformation_ctx: str = "",
                      push_down_predicate: str = "", additional_options: Any = None,
                      catalog_id: Any = None, **kwargs: Any) -> DynamicFrame:
+        """A table of the Spark catalog or of ``SPARKMARK_GLUE_CATALOG``.
+
+            glueContext.create_dynamic_frame.from_catalog(
+                database="hr", table_name="emp", transformation_ctx="emp",
+                additional_options={"jobBookmarkKeys": ["empno"]})
+        """
         call = "create_dynamic_frame.from_catalog"
         if kwargs.get("name_space") and database is None:
             database = kwargs.pop("name_space")
@@ -349,8 +675,9 @@ class DynamicFrameReader:
         _no_pushdown(push_down_predicate, call)
         extra = as_options(additional_options, "additional_options")
         ctx = _ctx(transformation_ctx)
-        job = self._glue._job(call)
-        table = _catalog.lookup(job.spark, database, table_name)
+        job = self._glue.sparkmark_job
+        spark = self._glue.spark_session
+        table = _catalog.lookup(spark, database, table_name)
         if table.kind == "files":
             key_opts = [k for k in extra if k.lower().startswith("jobbookmark")]
             if key_opts:
@@ -360,27 +687,37 @@ class DynamicFrameReader:
             conn = {**table.options, **extra}
             conn["paths"] = list(table.paths)
             raw_paths, opts = _s3_options(conn, call)
-            df = _read_files(job, raw_paths, table.format, table.format_options, opts, ctx)
+            df = _read_files(spark, job, raw_paths, table.format, table.format_options, opts,
+                             ctx, table)
         elif table.kind == "jdbc":
             opts = {**table.options, **extra}
-            df = job.read.jdbc(table.url, table=table.table, transformation_ctx=ctx,
-                               properties=table.properties, options=opts)
+            df = _read_jdbc(spark, job, str(table.url), str(table.table),
+                            dict(table.properties), opts, ctx, call)
+            df = _catalog.apply_columns(df, table, positional=False)
         else:
-            if ctx is not None and job.args.option != DISABLE:
+            if ctx is not None and job is not None and job.bookmark_option != DISABLE:
                 raise ConfigError(
                     f"{call}: table {table.name} is {table.detail} in the Spark catalog, which "
                     "sparkmark cannot bookmark; map it to its files or JDBC table in "
                     f"{_catalog.CATALOG_ENV}, or read it without transformation_ctx")
-            df = job.spark.table(table.table)
+            df = spark.table(str(table.table))
         return DynamicFrame(df, self._glue, ctx or "")
 
     def __getattr__(self, name: str) -> Any:
         raise attribute_error("create_dynamic_frame", name, {
-            "from_rdd": "use DynamicFrame.fromDF(spark.createDataFrame(rdd), glueContext, name)"})
+            "from_rdd": "use DynamicFrame.fromDF(spark.createDataFrame(rdd), glueContext, name)",
+            "from_jdbc_conf": "use from_options with connection_options {'connectionName': ..., "
+                              "'dbtable': ...}"})
 
 
 class DynamicFrameWriter:
-    """``glueContext.write_dynamic_frame``."""
+    """``glueContext.write_dynamic_frame``: ``from_options``, ``from_catalog``,
+    ``from_jdbc_conf``.
+
+        glueContext.write_dynamic_frame.from_options(
+            frame=frame, connection_type="s3", connection_options={"path": "s3://b/out"},
+            format="parquet", transformation_ctx="sink")
+    """
 
     def __init__(self, glue_context: GlueContext):
         self._glue = glue_context
@@ -389,6 +726,13 @@ class DynamicFrameWriter:
                      connection_options: Any = None, format: Any = None,
                      format_options: Any = None, transformation_ctx: str = "",
                      **kwargs: Any) -> DynamicFrame:
+        """Files (``path``, ``partitionKeys``, ``compression``) or a database table.
+
+            glueContext.write_dynamic_frame.from_options(
+                frame=f, connection_type="s3",
+                connection_options={"path": "s3://b/out", "partitionKeys": ["day"]},
+                format="parquet", transformation_ctx="sink")
+        """
         call = "write_dynamic_frame.from_options"
         if kwargs:
             raise GlueUnsupportedError(unsupported_message(f"{call} argument(s) {sorted(kwargs)}"))
@@ -396,7 +740,8 @@ class DynamicFrameWriter:
         kind = _connection_type(connection_type, call)
         conn = as_options(connection_options, "connection_options")
         ctx = _ctx(transformation_ctx)
-        job = self._glue._job(call)
+        job = self._glue.sparkmark_job
+        spark = self._glue.spark_session
         if kind in FILE_TYPES:
             path = conn.pop("path", None)
             parts = conn.pop("partitionKeys", None)
@@ -414,28 +759,33 @@ class DynamicFrameWriter:
                     raise ConfigError(f"{call}: unknown connection option {key!r}; use path, "
                                       "partitionKeys, compression")
             target = paths.resolve(path)
-            _check_scheme(job.spark, path, target, SinkError, call)
-            job.write(frame.toDF(), target, format=fmt, transformation_ctx=ctx,
-                      partition_by=list(parts or []), options=wopts)
+            _check_scheme(spark, path, target, SinkError, call)
+            _write_files(spark, job, frame.toDF(), target, fmt, ctx, list(parts or []), wopts)
         else:
             url, table, props, opts = _jdbc_options(kind, conn, call)
             if opts:
                 raise ConfigError(f"{call}: {sorted(opts)} apply to JDBC sources, not targets")
-            job.write_jdbc(frame.toDF(), url, table, properties=props, transformation_ctx=ctx)
+            _write_jdbc(job, frame.toDF(), url, table, props, ctx)
         return frame
 
     def from_catalog(self, frame: Any = None, database: Any = None, table_name: Any = None,
                      redshift_tmp_dir: str = "", transformation_ctx: str = "",
                      additional_options: Any = None, catalog_id: Any = None,
                      **kwargs: Any) -> DynamicFrame:
+        """A file or JDBC table of ``SPARKMARK_GLUE_CATALOG``.
+
+            glueContext.write_dynamic_frame.from_catalog(
+                frame=f, database="db", table_name="target", transformation_ctx="sink")
+        """
         call = "write_dynamic_frame.from_catalog"
         if kwargs or catalog_id is not None:
             raise GlueUnsupportedError(unsupported_message(
                 f"{call} argument(s) {sorted(kwargs) + (['catalog_id'] if catalog_id else [])}"))
         frame = _frame(frame, call)
         extra = as_options(additional_options, "additional_options")
-        job = self._glue._job(call)
-        table = _catalog.lookup(job.spark, database, table_name)
+        job = self._glue.sparkmark_job
+        spark = self._glue.spark_session
+        table = _catalog.lookup(spark, database, table_name)
         ctx = _ctx(transformation_ctx)
         if table.kind == "files":
             if len(table.paths) != 1:
@@ -448,21 +798,130 @@ class DynamicFrameWriter:
                 raise ConfigError(f"{call}: unknown additional option(s) {sorted(extra)}; use "
                                   "partitionKeys")
             target = paths.resolve(table.paths[0])
-            _check_scheme(job.spark, table.paths[0], target, SinkError, call)
-            job.write(frame.toDF(), target, format=fmt,
-                      transformation_ctx=ctx, partition_by=list(parts or []), options=wopts)
+            _check_scheme(spark, table.paths[0], target, SinkError, call)
+            _write_files(spark, job, frame.toDF(), target, fmt, ctx, list(parts or []), wopts)
         elif table.kind == "jdbc":
-            job.write_jdbc(frame.toDF(), table.url, table.table, properties=table.properties,
-                           transformation_ctx=ctx)
+            _write_jdbc(job, frame.toDF(), str(table.url), str(table.table),
+                        dict(table.properties), ctx)
         else:
             raise ConfigError(f"{call}: table {table.name} is {table.detail} in the Spark "
                               "catalog; sparkmark writes files or JDBC tables: map it in "
                               f"{_catalog.CATALOG_ENV}")
         return frame
 
+    def from_jdbc_conf(self, frame: Any = None, catalog_connection: Any = None,
+                       connection_options: Any = None, redshift_tmp_dir: str = "",
+                       transformation_ctx: str = "", catalog_id: Any = None,
+                       **kwargs: Any) -> DynamicFrame:
+        """A table through a Glue connection: ``from_jdbc_conf(frame=f,
+        catalog_connection="pg-prod", connection_options={"dbtable": "t", "database": "hr"})``
+        (``redshift_tmp_dir`` is not needed and ignored)."""
+        call = "write_dynamic_frame.from_jdbc_conf"
+        if kwargs or catalog_id is not None:
+            raise GlueUnsupportedError(unsupported_message(
+                f"{call} argument(s) {sorted(kwargs) + (['catalog_id'] if catalog_id else [])}"))
+        frame = _frame(frame, call)
+        conn_opts = as_options(connection_options, "connection_options")
+        conn = _catalog.connection(catalog_connection)
+        table = conn_opts.pop("dbtable", None)
+        database = conn_opts.pop("database", None)
+        if not isinstance(table, str) or not table.strip():
+            raise ConfigError(f"{call}: connection_options needs 'dbtable', the target table")
+        for key in ("preactions", "postactions", "extracopyoptions", "aws_iam_role"):
+            if conn_opts.pop(key, None):
+                raise GlueUnsupportedError(unsupported_message(
+                    f"{call} connection option {key!r}", "run the SQL yourself before or after "
+                    "the job"))
+        if conn_opts:
+            raise ConfigError(f"{call}: unknown connection option(s) {sorted(conn_opts)}; use "
+                              "dbtable, database")
+        _write_jdbc(self._glue.sparkmark_job, frame.toDF(), conn.url_for(database),
+                    table.strip(), dict(conn.properties), _ctx(transformation_ctx))
+        return frame
+
     def __getattr__(self, name: str) -> Any:
-        raise attribute_error("write_dynamic_frame", name, {
-            "from_jdbc_conf": "use from_options with connection_type 'postgresql' (or 'jdbc')"})
+        raise attribute_error("write_dynamic_frame", name, {})
+
+
+class DataSink:
+    """What ``glueContext.getSink(...)`` returns (Glue Studio's write path).
+
+        sink = glueContext.getSink(path="s3://b/out/", connection_type="s3",
+                                   updateBehavior="UPDATE_IN_DATABASE", partitionKeys=["day"],
+                                   enableUpdateCatalog=True, transformation_ctx="sink")
+        sink.setCatalogInfo(catalogDatabase="db", catalogTableName="out")
+        sink.setFormat("glueparquet", compression="snappy")
+        sink.writeFrame(frame)
+
+    ``writeFrame`` writes like ``write_dynamic_frame.from_options`` (exactly once while a job
+    runs); with ``enableUpdateCatalog=True`` it then registers or updates the table (path,
+    format, columns) in ``SPARKMARK_GLUE_CATALOG``, or in the Spark catalog when that is unset.
+    ``updateBehavior="LOG"`` keeps an existing table's columns.
+    """
+
+    _KNOWN = ("path", "partitionKeys", "enableUpdateCatalog", "updateBehavior", "compression")
+
+    def __init__(self, glue: GlueContext, options: dict[str, Any], fmt: Any,
+                 ctx: str | None):
+        unknown = sorted(set(options) - set(self._KNOWN))
+        if unknown:
+            raise GlueUnsupportedError(unsupported_message(
+                f"getSink option(s) {unknown}", "sparkmark supports " + ", ".join(self._KNOWN)))
+        self._glue = glue
+        self._options = dict(options)
+        self._format = fmt
+        self._format_options: dict[str, Any] = {}
+        self._ctx = ctx
+        self._catalog: tuple[str, str] | None = None
+        behavior = str(options.get("updateBehavior") or "UPDATE_IN_DATABASE").upper()
+        if behavior not in ("UPDATE_IN_DATABASE", "LOG"):
+            raise ConfigError(f"getSink: updateBehavior {behavior!r} must be UPDATE_IN_DATABASE "
+                              "or LOG")
+        self._behavior = behavior
+
+    def setFormat(self, format: str, **options: Any) -> None:
+        """``sink.setFormat("glueparquet", compression="snappy")``."""
+        formats.glue_format(format, write=True)
+        self._format = format
+        self._format_options = dict(options)
+
+    def setCatalogInfo(self, catalogDatabase: str, catalogTableName: str,
+                       catalogId: Any = None) -> None:
+        """``sink.setCatalogInfo(catalogDatabase="db", catalogTableName="t")``."""
+        if catalogId is not None:
+            raise GlueUnsupportedError(unsupported_message("setCatalogInfo(catalogId=...)"))
+        self._catalog = (catalogDatabase, catalogTableName)
+
+    def writeFrame(self, dynamic_frame: Any, info: str = "") -> DynamicFrame:
+        """Write the frame (and update the catalog if asked): ``sink.writeFrame(frame)``."""
+        call = "getSink(...).writeFrame"
+        frame = _frame(dynamic_frame, call)
+        path = self._options.get("path")
+        if not isinstance(path, str) or not path.strip():
+            raise ConfigError(f"{call}: getSink needs path=, the target s3:// URI or folder")
+        if self._format is None:
+            raise ConfigError(f"{call}: call sink.setFormat('parquet') (or pass format= to "
+                              "getSink) first")
+        fmt = formats.glue_format(self._format, write=True)
+        fopts = dict(self._format_options)
+        compression = fopts.pop("compression", self._options.get("compression"))
+        wopts = formats.writer_options(fmt, fopts)
+        if compression:
+            wopts["compression"] = compression
+        parts = list(self._options.get("partitionKeys") or [])
+        spark = self._glue.spark_session
+        target = paths.resolve(path)
+        _check_scheme(spark, path, target, SinkError, call)
+        df = frame.toDF()
+        _write_files(spark, self._glue.sparkmark_job, df, target, fmt, self._ctx, parts, wopts)
+        if self._options.get("enableUpdateCatalog") and self._catalog is not None:
+            _catalog.register_table(spark, self._catalog[0], self._catalog[1], path=path,
+                                    fmt=fmt, columns=_glue_columns(df), partition_keys=parts,
+                                    update_schema=self._behavior == "UPDATE_IN_DATABASE")
+        return frame
+
+    def __getattr__(self, name: str) -> Any:
+        raise attribute_error("DataSink", name, {})
 
 
 __getattr__ = module_getattr("sparkmark.glue.context", {})

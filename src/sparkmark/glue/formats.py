@@ -40,7 +40,10 @@ _POSITIONAL = re.compile(r"^_c(\d+)$")
 
 
 def glue_format(fmt: Any, *, write: bool = False) -> str:
-    """Glue's format name as the Spark format sparkmark reads or writes."""
+    """Glue's format name as the Spark format sparkmark reads or writes.
+
+        glue_format("glueparquet", write=True)  # "parquet"
+    """
     name = str(fmt or "").strip().lower()
     name = _FORMAT_ALIASES.get(name, name)
     if name in _UNSUPPORTED_FORMATS:
@@ -74,14 +77,20 @@ def _options(fmt: str, format_options: Mapping[str, Any] | None, what: str) -> d
 
 
 def reader_options(fmt: str, format_options: Mapping[str, Any] | None) -> tuple[dict, bool]:
-    """Spark reader options, and whether headerless CSV columns must be named col0, col1, ..."""
+    """Spark reader options, and whether headerless CSV columns must be named col0, col1, ...
+
+        reader_options("csv", {"withHeader": True})  # ({"header": "true", ...}, False)
+    """
     opts = _options(fmt, format_options, "format_options")
     positional = fmt == "csv" and str(opts.get("header", "false")).lower() != "true"
     return opts, positional
 
 
 def writer_options(fmt: str, format_options: Mapping[str, Any] | None) -> dict[str, Any]:
-    """Spark writer options; CSV gets a header line unless ``writeHeader`` is false (Glue)."""
+    """Spark writer options; CSV gets a header line unless ``writeHeader`` is false (Glue).
+
+        writer_options("csv", {"separator": "|"})  # {"sep": "|", "header": "true"}
+    """
     opts = _options(fmt, format_options, "format_options")
     if fmt == "csv":
         opts.setdefault("header", "true")
@@ -89,5 +98,8 @@ def writer_options(fmt: str, format_options: Mapping[str, Any] | None) -> dict[s
 
 
 def glue_column_names(columns: list[str]) -> dict[str, str]:
-    """Spark's ``_c0, _c1`` -> Glue's classifier names ``col0, col1`` (other names stay)."""
+    """Spark's ``_c0, _c1`` -> Glue's classifier names ``col0, col1`` (other names stay).
+
+        glue_column_names(["_c0", "x"])  # {"_c0": "col0"}
+    """
     return {c: f"col{m.group(1)}" for c in columns if (m := _POSITIONAL.match(c))}

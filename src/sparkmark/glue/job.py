@@ -1,4 +1,4 @@
-"""Glue's ``Job``: ``Job(glueContext)``, ``init(name, args)``, ``commit()`` on sparkmark's bookmarks.
+"""Glue's ``Job``: ``Job(glueContext)``, ``init(name, args)``, ``commit()`` on sparkmark bookmarks.
 
 ``init`` starts a :class:`sparkmark.Job` run (state store from env ``SPARKMARK_STATE``, else
 sparkmark's default) with the arguments from ``getResolvedOptions`` — ``job_bookmark_option``,
@@ -7,8 +7,19 @@ sparkmark's default) with the arguments from ``getResolvedOptions`` — ``job_bo
 the ledger row and publishes the output in one step.
 
 A script that dies with an exception has its run recorded ``FAILED`` (with the error) and its
-staged output removed; a script that ends without ``job.commit()`` is recorded ``FAILED`` too
-(its output is discarded: sparkmark publishes output only on commit).
+staged output removed.  A script that ends without ``job.commit()`` exits 0 in Glue, keeping
+its output and leaving the bookmark where it was; here:
+
+- if no bookmarked source staged state that a commit would save, the run is finished
+  ``SUCCEEDED`` with the note ``not committed: bookmark unchanged`` (in the ledger config), and
+  its output is published;
+- otherwise its output is discarded and the run recorded ``FAILED`` with a message saying why
+  (publishing output whose input the bookmark does not cover would duplicate it next run).
+
+    job = Job(glueContext)
+    job.init(args["JOB_NAME"], args)
+    ...
+    job.commit()
 """
 from __future__ import annotations
 
@@ -24,6 +35,8 @@ from ._common import attribute_error, module_getattr
 if TYPE_CHECKING:
     from .context import GlueContext
 
+NOT_COMMITTED_NOTE = "not committed: bookmark unchanged"
+
 _HINTS = {
     "continuation_options": "sparkmark reads --job-bookmark-option (the old "
                             "--continuation-option values are translated by getResolvedOptions)",
@@ -31,7 +44,13 @@ _HINTS = {
 
 
 class Job:
-    """``Job(glueContext)``; ``state``/``clock`` are sparkmark extras (default: env, system)."""
+    """``Job(glueContext)``; ``state``/``clock`` are sparkmark extras (default: env, system).
+
+        job = Job(glueContext)
+        job.init(args["JOB_NAME"], args)
+        ...
+        job.commit()
+    """
 
     def __init__(self, glue_context: "GlueContext", state: str | None = None, clock=None):
         from .context import GlueContext
@@ -40,15 +59,22 @@ class Job:
                               "job = Job(glueContext)")
         self._glue_context = glue_context
         self._job = _sm_job.Job(glue_context.spark_session, state=state, clock=clock)
-        glue_context._jobs.append(self)
+        glue_context.attach_job(self)
 
     @property
     def sparkmark_job(self) -> _sm_job.Job:
-        """The :class:`sparkmark.Job` behind this Glue job (run id, ledger, ...)."""
+        """The :class:`sparkmark.Job` behind this Glue job (run id, ledger, ...).
+
+            job.sparkmark_job.run_id
+        """
         return self._job
 
     @property
     def run_id(self) -> str | None:
+        """The current (or last) run's id: ``job.run_id``.
+
+            print(job.run_id)
+        """
         return self._job.run_id
 
     def init(self, job_name: str | None = None,
@@ -60,28 +86,13 @@ class Job:
         return self
 
     def isInitialized(self) -> bool:
+        """Whether a run is in progress: ``job.isInitialized()``."""
         return self._job.active
 
     def commit(self) -> int:
-        """Save the bookmark (when enabled), finish the ledger row and publish the output."""
+        """Save the bookmark (when enabled), finish the ledger row and publish the output:
+        ``job.commit()``."""
         return self._job.commit()
-
-    # -- a script that dies or forgets to commit
-    def _on_error(self, error: BaseException) -> None:
-        if self._job.active:
-            try:
-                self._job.fail(error)
-            except Exception:  # noqa: BLE001 - the script's own error is reported anyway
-                pass
-
-    def _at_exit(self) -> None:
-        if self._job.active:
-            try:
-                self._job.fail("the script ended without job.commit(): the run's output was "
-                               "discarded and the bookmark not moved; call job.commit() at the "
-                               "end of the script")
-            except Exception:  # noqa: BLE001 - nothing more can be done at exit
-                pass
 
     def __getattr__(self, name: str) -> Any:
         raise attribute_error("Job", name, _HINTS)
@@ -89,6 +100,37 @@ class Job:
 
 _RUNNING: "weakref.WeakSet[Job]" = weakref.WeakSet()
 _hooks_installed = False
+
+
+def finish_running_jobs(error: BaseException | None = None) -> None:
+    """End every Glue job of this process still running, as the end of a Glue script does.
+
+    With ``error`` (the script raised) each run is recorded ``FAILED`` with that error and its
+    staged output removed; without, each run ends by the no-``job.commit()`` rule (see the
+    module docstring).  Called by the exit hooks; call it yourself when one process runs
+    several scripts::
+
+        runpy.run_path("job.py", run_name="__main__")
+        finish_running_jobs()
+    """
+    for glue_job in list(_RUNNING):
+        job = glue_job.sparkmark_job
+        if not job.active:
+            continue
+        try:
+            if error is not None:
+                job.fail(error)
+                continue
+            staged = sorted(job.staged_state)
+            if not staged:
+                job.commit(keep_bookmark=True, note=NOT_COMMITTED_NOTE)
+                continue
+            job.fail(f"the script ended without job.commit() after bookmarked source(s) "
+                     f"{staged} read new input: the run's output was discarded (keeping it "
+                     "would write that input again on the next run, since the bookmark did "
+                     "not move); call job.commit() at the end of the script")
+        except Exception:  # noqa: BLE001 - the script's own end is reported anyway
+            pass
 
 
 def _install_hooks() -> None:
@@ -100,16 +142,11 @@ def _install_hooks() -> None:
     previous = sys.excepthook
 
     def excepthook(tp, value, tb):
-        for job in list(_RUNNING):
-            job._on_error(value)
+        finish_running_jobs(value)
         previous(tp, value, tb)
 
-    def at_exit() -> None:
-        for job in list(_RUNNING):
-            job._at_exit()
-
     sys.excepthook = excepthook
-    atexit.register(at_exit)
+    atexit.register(finish_running_jobs)
 
 
 __getattr__ = module_getattr("sparkmark.glue.job", {})

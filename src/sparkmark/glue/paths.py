@@ -47,7 +47,10 @@ def parse_path_map(data: Mapping[str, Any], base_dir: str | None = None,
 
 
 def map_path(path: str, mapping: Sequence[tuple[str, str]] = ()) -> str:
-    """Where ``path`` lives outside AWS (see the module docstring)."""
+    """Where ``path`` lives outside AWS (see the module docstring).
+
+        map_path("s3://b/raw/x", [("s3://b", "/lake")])  # "/lake/raw/x"
+    """
     if not isinstance(path, str) or not path.strip():
         raise ConfigError(f"path {path!r} is empty; give an s3:// URI or a local path")
     raw = path.strip()
@@ -61,8 +64,23 @@ def map_path(path: str, mapping: Sequence[tuple[str, str]] = ()) -> str:
     return raw
 
 
+def mapped_root(path: str, mapping: Sequence[tuple[str, str]] = ()) -> str | None:
+    """The local target of the mapping entry that ``path`` falls under, or ``None`` (pure).
+
+        mapped_root("s3://b/raw/x", [("s3://b", "/lake")])   # "/lake"
+    """
+    canon = _canon(path)
+    for prefix, target in mapping:
+        if canon == prefix or canon.startswith(prefix + "/"):
+            return target
+    return None
+
+
 def load_path_map(env: Mapping[str, str] | None = None) -> list[tuple[str, str]]:
-    """The mapping named by env ``SPARKMARK_PATH_MAP`` (empty when unset)."""
+    """The mapping named by env ``SPARKMARK_PATH_MAP`` (empty when unset).
+
+        load_path_map()  # [('s3://b', '/lake')] from env SPARKMARK_PATH_MAP
+    """
     env = os.environ if env is None else env
     name = env.get(PATH_MAP_ENV)
     if not name:
@@ -73,5 +91,8 @@ def load_path_map(env: Mapping[str, str] | None = None) -> list[tuple[str, str]]
 
 
 def resolve(path: str) -> str:
-    """``map_path`` with the mapping from the environment."""
+    """``map_path`` with the mapping from the environment.
+
+        resolve("s3://b/raw")  # "/lake/raw" with the mapping above
+    """
     return map_path(path, load_path_map())

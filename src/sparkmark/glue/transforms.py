@@ -1,45 +1,43 @@
-"""Glue transforms: ``ApplyMapping`` (plus ``SelectFields``, ``DropFields``, ``RenameField``).
+"""Glue transforms: ``Transform.apply(frame=..., ...)`` calls the ``DynamicFrame`` method.
 
 ``from sparkmark.glue.transforms import *`` brings every Glue transform name into scope, like
-``from awsglue.transforms import *``; the ones sparkmark does not implement raise
-:class:`GlueUnsupportedError` when applied, naming the transform and the DataFrame way.
+``from awsglue.transforms import *``.  As in awsglue, each transform calls the frame's method
+(``ApplyMapping`` -> ``frame.apply_mapping``, ``Join`` -> ``frame1.join``, ...), so this module
+imports :mod:`sparkmark.glue.dynamicframe` and never the other way round.  The transforms
+sparkmark does not implement raise :class:`GlueUnsupportedError` when applied, naming the
+transform and the DataFrame way.
 
-ApplyMapping
-    ``mappings`` are ``(source, source_type, target, target_type)``; the result has exactly the
-    target columns, in mapping order, cast to ``target_type`` (Glue's type names: ``string``,
-    ``int``, ``long``, ``double``, ``decimal(p,s)``, ``timestamp``, ...).  Dotted paths reach into
-    structs (names with dots in backticks); a dotted target builds a struct.  Source names match
-    case-insensitively unless ``case_sensitive=True``.  A source field absent from this run's
-    input (schema-on-read, as in Glue) gives a null column of the target type, so every run
-    writes the same columns; if *no* source field exists the mapping is wrong: an error.
+    mapped = ApplyMapping.apply(frame=src, mappings=[("col0", "string", "name", "string")])
+    typed = ResolveChoice.apply(frame=mapped, specs=[("id", "cast:long")])
+    clean = DropNullFields.apply(frame=typed)
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from ..errors import ConfigError
 from ._common import GlueUnsupportedError, module_getattr, unsupported_message
-from .dynamicframe import DynamicFrame
-
-if TYPE_CHECKING:
-    from pyspark.sql import Column
-    from pyspark.sql.types import DataType
-
-_NO_CAST = {"array", "struct", "map", "choice", "object", "null", "union"}
+from .dynamicframe import DynamicFrame, DynamicFrameCollection
+from .fields import quote, split_path  # noqa: F401 - split_path: re-exported for old imports
 
 
 class GlueTransform:
-    """Base class of the transforms: ``Transform.apply(frame=..., ...)`` or ``Transform()(...)``."""
+    """Base class: ``Transform.apply(frame=..., ...)`` or ``Transform()(...)``.
+
+        out = SelectFields.apply(frame=src, paths=["id", "name"])
+    """
 
     @classmethod
-    def apply(cls, *args: Any, **kwargs: Any) -> DynamicFrame:
+    def apply(cls, *args: Any, **kwargs: Any) -> Any:
+        """Run the transform: ``ApplyMapping.apply(frame=f, mappings=[...])``."""
         return cls()(*args, **kwargs)
 
     @classmethod
     def name(cls) -> str:
+        """The transform's name: ``ApplyMapping.name() == "ApplyMapping"``."""
         return cls.__name__
 
-    def __call__(self, *args: Any, **kwargs: Any) -> DynamicFrame:  # pragma: no cover
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:  # pragma: no cover
         raise NotImplementedError
 
 
@@ -51,194 +49,179 @@ def _frame(frame: Any, transform: str) -> DynamicFrame:
     return frame
 
 
-def split_path(path: Any) -> list[str]:
-    """``a.b`` -> ``["a", "b"]``; ``a.`x.y``` -> ``["a", "x.y"]`` (pure)."""
-    if not isinstance(path, str) or not path.strip():
-        raise ConfigError(f"field path {path!r} must be a non-empty string")
-    parts, cur, quoted = [], [], False
-    for ch in path.strip():
-        if ch == "`":
-            quoted = not quoted
-        elif ch == "." and not quoted:
-            parts.append("".join(cur))
-            cur = []
-        else:
-            cur.append(ch)
-    parts.append("".join(cur))
-    if quoted or any(not p for p in parts):
-        raise ConfigError(f"field path {path!r} is malformed; separate nested fields with dots "
-                          "and quote names that contain dots with backticks")
-    return parts
-
-
-def _find(schema, parts: list[str], case_sensitive: bool):
-    """``(Column, DataType)`` of a (nested) field, or ``None`` if the field is absent."""
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import StructType
-    col = None
-    dtype = schema
-    for part in parts:
-        if not isinstance(dtype, StructType):
-            return None
-        names = [f.name for f in dtype.fields]
-        match = part if part in names else None
-        if match is None and not case_sensitive:
-            folded = [n for n in names if n.lower() == part.lower()]
-            if len(folded) > 1:
-                raise ConfigError(f"field {part!r} matches several fields {folded} when case "
-                                  "is ignored; pass case_sensitive=True")
-            match = folded[0] if folded else None
-        if match is None:
-            return None
-        dtype = dtype[match].dataType
-        col = F.col(f"`{match.replace('`', '``')}`") if col is None else col.getField(match)
-    return col, dtype
-
-
-def _target_type(type_name: Any, mapping: Any) -> "DataType | None":
-    from .. import compat
-    if not isinstance(type_name, str) or not type_name.strip():
-        raise ConfigError(f"mapping {mapping!r}: the target type must be a type name such as "
-                          "'string' or 'decimal(7,2)'")
-    name = type_name.strip().lower()
-    if name in _NO_CAST:
-        return None
-    try:
-        return compat.parse_type(name)  # DataType.fromDDL is Spark 4 only
-    except Exception:  # noqa: BLE001 - Spark's parse error
-        raise ConfigError(f"mapping {mapping!r}: unknown type {type_name!r}; use a Glue/Spark "
-                          "type such as string, int, long, double, decimal(7,2), timestamp, "
-                          "date, boolean") from None
-
-
 class ApplyMapping(GlueTransform):
-    def __call__(self, frame: Any = None, mappings: Sequence[Sequence[str]] | None = None,
-                 case_sensitive: bool = False, transformation_ctx: str = "", info: str = "",
-                 stageThreshold: int = 0, totalThreshold: int = 0) -> DynamicFrame:
-        from pyspark.sql import functions as F
-        frame = _frame(frame, "ApplyMapping")
-        if isinstance(mappings, (str, bytes)) or not isinstance(mappings, Sequence) \
-                or not mappings:
-            raise ConfigError("ApplyMapping needs mappings=[(source, source_type, target, "
-                              "target_type), ...]")
-        df = frame.toDF()
-        tree: dict[str, Any] = {}
-        found_any = False
-        for m in mappings:
-            if isinstance(m, (str, bytes)) or not isinstance(m, Sequence) or len(m) != 4:
-                raise ConfigError(f"ApplyMapping mapping {m!r} must be a 4-tuple (source, "
-                                  "source_type, target, target_type)")
-            source, _source_type, target, target_type = m
-            src = split_path(source)
-            dst = split_path(target)
-            dtype = _target_type(target_type, m)
-            hit = _find(df.schema, src, case_sensitive)
-            if hit is None:
-                from pyspark.sql.types import StringType
-                expr: "Column" = F.lit(None).cast(dtype or StringType())
-            else:
-                found_any = True
-                expr, actual = hit
-                if dtype is not None and actual != dtype:
-                    expr = expr.cast(dtype)
-            node = tree
-            for part in dst[:-1]:
-                node = node.setdefault(part, {})
-                if not isinstance(node, dict):
-                    raise ConfigError(f"ApplyMapping target {target!r} nests inside a field "
-                                      "that another mapping already targets; rename one")
-            if dst[-1] in node:
-                raise ConfigError(f"ApplyMapping maps two sources to the target {target!r}; "
-                                  "give each target once")
-            node[dst[-1]] = expr
-        if not found_any and df.columns:
-            raise ConfigError(
-                f"ApplyMapping: none of the source fields "
-                f"{[m[0] for m in mappings]} exist in the frame (columns: {df.columns}); "
-                "check the source names (headerless CSV columns are col0, col1, ...)")
+    """``ApplyMapping.apply(frame=f, mappings=[(src, src_type, target, target_type), ...])``;
+    see :meth:`DynamicFrame.apply_mapping`."""
 
-        def build(node: dict[str, Any]) -> list["Column"]:
-            return [(F.struct(*build(v)) if isinstance(v, dict) else v).alias(k)
-                    for k, v in node.items()]
-
-        return DynamicFrame(df.select(*build(tree)), frame.glue_ctx, transformation_ctx)
-
-
-def _paths(paths: Any, transform: str) -> list[list[str]]:
-    if isinstance(paths, (str, bytes)) or not isinstance(paths, Sequence):
-        raise ConfigError(f"{transform} needs paths=[field, ...]")
-    return [split_path(p) for p in paths]
+    def __call__(self, frame: Any = None, mappings: Any = None, case_sensitive: bool = False,
+                 transformation_ctx: str = "", info: str = "", stageThreshold: int = 0,
+                 totalThreshold: int = 0) -> DynamicFrame:
+        return _frame(frame, "ApplyMapping").apply_mapping(
+            mappings, case_sensitive=case_sensitive, transformation_ctx=transformation_ctx)
 
 
 class SelectFields(GlueTransform):
+    """``SelectFields.apply(frame=f, paths=["id", "name"])`` (absent fields are skipped)."""
+
     def __call__(self, frame: Any = None, paths: Sequence[str] = (), transformation_ctx: str = "",
                  info: str = "", stageThreshold: int = 0,
                  totalThreshold: int = 0) -> DynamicFrame:
-        frame = _frame(frame, "SelectFields")
-        df = frame.toDF()
-        cols = []
-        for parts in _paths(paths, "SelectFields"):
-            if len(parts) > 1:
-                raise GlueUnsupportedError(unsupported_message(
-                    "SelectFields of a nested field", "use ApplyMapping with a dotted source"))
-            hit = _find(df.schema, parts, case_sensitive=True)
-            if hit is not None:
-                cols.append(hit[0])
-        return DynamicFrame(df.select(*cols), frame.glue_ctx, transformation_ctx)
+        return _frame(frame, "SelectFields").select_fields(paths, transformation_ctx)
 
 
 class DropFields(GlueTransform):
+    """``DropFields.apply(frame=f, paths=["tmp"])``."""
+
     def __call__(self, frame: Any = None, paths: Sequence[str] = (), transformation_ctx: str = "",
                  info: str = "", stageThreshold: int = 0,
                  totalThreshold: int = 0) -> DynamicFrame:
-        frame = _frame(frame, "DropFields")
-        df = frame.toDF()
-        drop = []
-        for parts in _paths(paths, "DropFields"):
-            if len(parts) > 1:
-                raise GlueUnsupportedError(unsupported_message(
-                    "DropFields of a nested field", "use ApplyMapping to rebuild the struct"))
-            drop.append(parts[0])
-        return DynamicFrame(df.drop(*drop), frame.glue_ctx, transformation_ctx)
+        return _frame(frame, "DropFields").drop_fields(paths, transformation_ctx)
 
 
 class RenameField(GlueTransform):
+    """``RenameField.apply(frame=f, old_name="id", new_name="org_id")``."""
+
     def __call__(self, frame: Any = None, old_name: str = "", new_name: str = "",
                  transformation_ctx: str = "", info: str = "", stageThreshold: int = 0,
                  totalThreshold: int = 0) -> DynamicFrame:
-        frame = _frame(frame, "RenameField")
-        old, new = split_path(old_name), split_path(new_name)
-        if len(old) > 1 or len(new) > 1:
-            raise GlueUnsupportedError(unsupported_message(
-                "RenameField of a nested field", "use ApplyMapping with dotted paths"))
+        return _frame(frame, "RenameField").rename_field(old_name, new_name,
+                                                         transformation_ctx)
+
+
+class ResolveChoice(GlueTransform):
+    """``ResolveChoice.apply(frame=f, specs=[("id", "cast:long")])`` or
+    ``choice="make_cols" | "make_struct" | "cast:T" | "project:T" | "match_catalog"`` (with
+    ``database=``, ``table_name=``); see :meth:`DynamicFrame.resolveChoice`."""
+
+    def __call__(self, frame: Any = None, specs: Any = None, choice: str = "",
+                 database: str | None = None, table_name: str | None = None,
+                 transformation_ctx: str = "", info: str = "", stageThreshold: int = 0,
+                 totalThreshold: int = 0, catalog_id: str | None = None) -> DynamicFrame:
+        return _frame(frame, "ResolveChoice").resolveChoice(
+            specs=specs, choice=choice, database=database, table_name=table_name,
+            transformation_ctx=transformation_ctx, catalog_id=catalog_id)
+
+
+class DropNullFields(GlueTransform):
+    """``DropNullFields.apply(frame=f)``: drop the top-level fields that are null in every
+    record (one Spark job counts them).  A frame with no records keeps its fields, so an empty
+    incremental run does not lose its columns."""
+
+    def __call__(self, frame: Any = None, transformation_ctx: str = "", info: str = "",
+                 stageThreshold: int = 0, totalThreshold: int = 0) -> DynamicFrame:
+        from pyspark.sql import functions as F
+        frame = _frame(frame, "DropNullFields")
         df = frame.toDF()
-        if old[0] not in df.columns:
-            raise ConfigError(f"RenameField: field {old_name!r} is not in the frame (columns: "
-                              f"{df.columns})")
-        return DynamicFrame(df.withColumnRenamed(old[0], new[0]), frame.glue_ctx,
-                            transformation_ctx)
+        if not df.columns:
+            return frame
+        row = df.agg(F.count(F.lit(1)).alias("sm_rows"),
+                     *[F.count(df[quote(c)]).alias(f"c{i}")
+                       for i, c in enumerate(df.columns)]).collect()[0]
+        if row["sm_rows"] == 0:
+            return frame
+        null = [c for i, c in enumerate(df.columns) if row[f"c{i}"] == 0]
+        return frame.drop_fields([f"`{c}`" for c in null], transformation_ctx)
+
+
+class Join(GlueTransform):
+    """``Join.apply(frame1, frame2, keys1, keys2)``: inner equi-join; see
+    :meth:`DynamicFrame.join`."""
+
+    def __call__(self, frame1: Any = None, frame2: Any = None, keys1: Any = None,
+                 keys2: Any = None, transformation_ctx: str = "", info: str = "",
+                 stageThreshold: int = 0, totalThreshold: int = 0) -> DynamicFrame:
+        return _frame(frame1, "Join").join(keys1, keys2, _frame(frame2, "Join"),
+                                           transformation_ctx)
+
+
+class Filter(GlueTransform):
+    """``Filter.apply(frame=f, f=lambda rec: rec["age"] > 20)``; runs as a Python UDF."""
+
+    def __call__(self, frame: Any = None, f: Callable | None = None,
+                 transformation_ctx: str = "", info: str = "", stageThreshold: int = 0,
+                 totalThreshold: int = 0) -> DynamicFrame:
+        return _frame(frame, "Filter").filter(f, transformation_ctx)  # type: ignore[arg-type]
+
+
+class Map(GlueTransform):
+    """``Map.apply(frame=f, f=lambda rec: {**rec, "x": 1})``; see :meth:`DynamicFrame.map`."""
+
+    def __call__(self, frame: Any = None, f: Callable | None = None,
+                 transformation_ctx: str = "", info: str = "", stageThreshold: int = 0,
+                 totalThreshold: int = 0) -> DynamicFrame:
+        return _frame(frame, "Map").map(f, transformation_ctx=transformation_ctx)  # type: ignore
+
+
+class Relationalize(GlueTransform):
+    """``Relationalize.apply(frame=f, staging_path="s3://tmp/", name="root")``: a
+    :class:`DynamicFrameCollection`; see :meth:`DynamicFrame.relationalize`."""
+
+    def __call__(self, frame: Any = None, staging_path: str = "", name: str = "roottable",
+                 options: Any = None, transformation_ctx: str = "", info: str = "",
+                 stageThreshold: int = 0, totalThreshold: int = 0) -> DynamicFrameCollection:
+        return _frame(frame, "Relationalize").relationalize(name, staging_path, options,
+                                                            transformation_ctx)
+
+
+class SplitFields(GlueTransform):
+    """``SplitFields.apply(frame=f, paths=["a"], name1="a_part", name2="rest")``."""
+
+    def __call__(self, frame: Any = None, paths: Sequence[str] = (), name1: str | None = None,
+                 name2: str | None = None, transformation_ctx: str = "", info: str = "",
+                 stageThreshold: int = 0, totalThreshold: int = 0) -> DynamicFrameCollection:
+        frame = _frame(frame, "SplitFields")
+        return frame.split_fields(paths, name1 or f"{frame.name}_1",
+                                  name2 or f"{frame.name}_2", transformation_ctx)
+
+
+class SplitRows(GlueTransform):
+    """``SplitRows.apply(frame=f, comparison_dict={"age": {">": 20}}, name1="old",
+    name2="young")``."""
+
+    def __call__(self, frame: Any = None, comparison_dict: Mapping | None = None,
+                 name1: str = "frame1", name2: str = "frame2", transformation_ctx: str = "",
+                 info: str = "", stageThreshold: int = 0,
+                 totalThreshold: int = 0) -> DynamicFrameCollection:
+        return _frame(frame, "SplitRows").split_rows(comparison_dict or {}, name1, name2,
+                                                     transformation_ctx)
+
+
+class Unbox(GlueTransform):
+    """``Unbox.apply(frame=f, path="payload", format="json")``: parse a JSON string field."""
+
+    def __call__(self, frame: Any = None, path: str = "", format: str = "json",
+                 transformation_ctx: str = "", info: str = "", stageThreshold: int = 0,
+                 totalThreshold: int = 0, **options: Any) -> DynamicFrame:
+        return _frame(frame, "Unbox").unbox(path, format, transformation_ctx, **options)
+
+
+class UnnestFrame(GlueTransform):
+    """``UnnestFrame.apply(frame=f)``: structs become ``a.b`` fields."""
+
+    def __call__(self, frame: Any = None, transformation_ctx: str = "", info: str = "",
+                 stageThreshold: int = 0, totalThreshold: int = 0) -> DynamicFrame:
+        return _frame(frame, "UnnestFrame").unnest(transformation_ctx)
+
+
+class SelectFromCollection(GlueTransform):
+    """``SelectFromCollection.apply(dfc=collection, key="root")``."""
+
+    def __call__(self, dfc: Any = None, key: str = "", transformation_ctx: str = "",
+                 info: str = "", stageThreshold: int = 0,
+                 totalThreshold: int = 0) -> DynamicFrame:
+        if not isinstance(dfc, DynamicFrameCollection):
+            raise ConfigError("SelectFromCollection needs dfc=<DynamicFrameCollection>")
+        return dfc.select(key, transformation_ctx)
 
 
 _UNSUPPORTED = {
-    "DropNullFields": "drop all-null columns of frame.toDF() yourself",
     "ErrorsAsDynamicFrame": "sparkmark reads fail fast; use format_options {'mode': "
                             "'PERMISSIVE'} to keep malformed records",
     "FillMissingValues": "use frame.toDF().fillna(...)",
-    "Filter": "use DynamicFrame.fromDF(frame.toDF().filter(...), glueContext, name)",
     "FindIncrementalMatches": None, "FindMatches": None,
     "FlatMap": "use the DataFrame API on frame.toDF()",
-    "Join": "use frame1.toDF().join(frame2.toDF(), ...)",
-    "Map": "use the DataFrame API on frame.toDF()",
     "MapToCollection": "loop over your frames in Python",
-    "Relationalize": "flatten with explode/select on frame.toDF()",
-    "ResolveChoice": "sparkmark frames have Spark types; cast with "
-                     "frame.toDF().withColumn(name, col(name).cast(type))",
-    "SelectFromCollection": "keep the frames in a Python dict",
     "Spigot": "write a sample with frame.toDF().limit(n)",
-    "SplitFields": "select the column groups with frame.toDF().select(...)",
-    "SplitRows": "filter frame.toDF() twice",
-    "Unbox": "parse the column with from_json on frame.toDF()",
-    "UnnestFrame": "select nested fields with frame.toDF().select('a.b')",
     "DropDuplicates": "use frame.toDF().dropDuplicates(...)",
     "EvaluateDataQuality": None,
 }
@@ -248,13 +231,18 @@ def _unsupported_transform(name: str, hint: str | None) -> type:
     def __call__(self, *args: Any, **kwargs: Any) -> DynamicFrame:
         raise GlueUnsupportedError(unsupported_message(f"{name}.apply", hint))
     return type(name, (GlueTransform,), {"__call__": __call__,
-                                         "__doc__": f"Not supported: {hint or ''}"})
+                                         "__doc__": f"Not supported by sparkmark.glue: "
+                                                    f"``{name}.apply(...)`` raises "
+                                                    f"GlueUnsupportedError. "
+                                                    f"{hint or ''}"})
 
 
 for _name, _hint in _UNSUPPORTED.items():
     globals()[_name] = _unsupported_transform(_name, _hint)
 
 __all__ = ["GlueTransform", "ApplyMapping", "SelectFields", "DropFields", "RenameField",
-           *_UNSUPPORTED]
+           "ResolveChoice", "DropNullFields", "Join", "Filter", "Map", "Relationalize",
+           "SplitFields", "SplitRows", "Unbox", "UnnestFrame", "SelectFromCollection",
+           "DynamicFrameCollection", *_UNSUPPORTED]
 
 __getattr__ = module_getattr("sparkmark.glue.transforms", {})

@@ -20,7 +20,7 @@ from __future__ import annotations
 import heapq
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta, timezone as dt_timezone
-from typing import AbstractSet, Any, Hashable, Iterable, Mapping, Sequence
+from typing import AbstractSet, Any, Iterable, Mapping, Sequence
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from ..errors import PipelineError

@@ -27,10 +27,13 @@ if TYPE_CHECKING:
 def write_files(run: RunContext, df: "DataFrame", target: str, *, format: str = "parquet",
                 transformation_ctx: str | None = None,
                 partition_by: str | Sequence[str] | None = None, mode: str = "append",
-                options: dict[str, Any] | None = None, output_index: int = 0) -> int:
+                options: dict[str, Any] | None = None, output_index: int = 0,
+                stamp_rows: bool = True) -> int:
     """Stage ``df`` (stamped) for ``target``; returns the rows written (SPEC §5).
 
     ``output_index`` numbers this run's outputs (each gets its own staging folder).
+    ``stamp_rows=False`` (the Glue layer's default) writes ``df``'s columns only: exactly once
+    still holds, because publish, discard and rollback go by the per-run file names.
     """
     fmt = (format or "").lower()
     if fmt not in WRITE_FORMATS:
@@ -54,8 +57,9 @@ def write_files(run: RunContext, df: "DataFrame", target: str, *, format: str = 
     root = fs.root
     if fs.is_file(root):
         raise SinkError(f"target {target} is a file, not a directory; write to a directory path")
-    stamped = stamp(df, run_id, snapshot_ts)
-    check_schema(run.spark, fs, target, fmt, stamped)
+    stamped = stamp(df, run_id, snapshot_ts) if stamp_rows else df
+    # partition columns live in folder names, typed by Spark's guess: compare data columns only
+    check_schema(run.spark, fs, target, fmt, stamped.drop(*parts))
     published_prefix(run_id)  # a real run id: it becomes part of paths
     staging = f"{root.toString().rstrip('/')}/{STAGING_DIR}/{run_id}/{output_index}"
     # In the ledger before anything exists on disk: a crash from here on leaves nothing that the
@@ -95,7 +99,8 @@ def check_schema(spark: "SparkSession", fs: "HadoopFS | ArrowFS", target: str, f
         existing = spark.read.format(fmt).load(target).schema
     except Exception:  # noqa: BLE001 - an unreadable target shows up at write time
         return
-    have = {f.name.lower(): f.dataType for f in existing.fields}
+    wanted = {c.lower() for c in df.columns}
+    have = {f.name.lower(): f.dataType for f in existing.fields if f.name.lower() in wanted}
     clashes = [f"{f.name}: target has {have[f.name.lower()].simpleString()}, "
                f"new data has {f.dataType.simpleString()}"
                for f in df.schema.fields

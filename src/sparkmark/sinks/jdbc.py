@@ -127,8 +127,12 @@ class JdbcTarget:
 
 def write_jdbc(run: RunContext, df: "DataFrame", url: str, table: str, *,
                properties: Mapping[str, Any] | None = None,
-               transformation_ctx: str | None = None) -> int:
-    """Stage ``df`` (stamped) for ``table``; returns the rows written (SPEC §5)."""
+               transformation_ctx: str | None = None, stamp_rows: bool = True) -> int:
+    """Stage ``df`` (stamped) for ``table``; returns the rows written (SPEC §5).
+
+    ``stamp_rows=False``: the staging table still carries the run id (publishing stays
+    exactly once), but the target gets ``df``'s columns only.
+    """
     if not url or not url.startswith("jdbc:"):
         raise ConfigError(f"write_jdbc needs a JDBC URL (jdbc:...), got {redact_url(str(url))!r}")
     if not table or not _TABLE_NAME.fullmatch(table):
@@ -140,11 +144,12 @@ def write_jdbc(run: RunContext, df: "DataFrame", url: str, table: str, *,
     props = dict(properties or {})
     run.add_secrets(props, url)  # scrubbed from ledger errors
     stamped = stamp(df, run_id, snapshot_ts)
+    columns = stamped.columns if stamp_rows else df.columns  # what the target table gets
     stage = stage_name(table)
     with JdbcTarget(run.spark, url, props) as t:
         if t.exists(table):
             have = {c.lower() for c in t.columns(table)}
-            missing = [c for c in stamped.columns if c.lower() not in have]
+            missing = [c for c in columns if c.lower() not in have]
             if missing:
                 raise SinkError(f"target table {table} has no column(s) {missing}; add them "
                                 "(ALTER TABLE) or write to a new table")
@@ -154,7 +159,7 @@ def write_jdbc(run: RunContext, df: "DataFrame", url: str, table: str, *,
                 t.transaction([f"DROP TABLE {t.q(stage)}"])  # stale layout; it holds no
                 # committed rows once earlier runs are recovered (the job did that first)
     run.stage_output(JdbcOutput(
-        target=table, staging_table=stage, columns=tuple(stamped.columns),
+        target=table, staging_table=stage, columns=tuple(columns),
         url=None if url_has_secret(url) else url, properties=public_properties(props),
         run_id=run_id, ctx=transformation_ctx, credentials={**props, "url": url}))
     writer_props = {k: str(v) for k, v in props.items()}
@@ -171,8 +176,9 @@ def write_jdbc(run: RunContext, df: "DataFrame", url: str, table: str, *,
                     f"the staging table {stage} of table {table} is missing right after the "
                     "write (did the database shorten or rename it?); nothing was committed")
             if not t.exists(table):  # same column types as Spark gave the staging table
-                stamped.limit(0).write.jdbc(spark_url(url), table, mode="append",
-                                            properties=writer_props)
+                stamped.select(*columns).limit(0).write.jdbc(spark_url(url), table,
+                                                             mode="append",
+                                                             properties=writer_props)
     except SinkError:
         raise
     except Exception as e:  # noqa: BLE001
@@ -252,6 +258,10 @@ def remove_jdbc_run(spark: "SparkSession", run_id: str, out: JdbcOutput,
     if target is None:
         raise SinkError(f"rolling back run {run_id} needs the credentials of table "
                         f"{out.target}; pass properties=...")
+    if RUN_ID_COL not in out.columns:
+        raise SinkError(f"run {run_id} wrote unstamped rows to table {out.target} (the Glue "
+                        "layer's default), so its rows cannot be told apart from others; delete "
+                        "them by hand, or set SPARKMARK_GLUE_STAMP=1 for runs you may roll back")
     with target as t:
         if not t.exists(out.target):
             return []
