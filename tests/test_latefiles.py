@@ -10,9 +10,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sparkmark.errors import ConfigError
-from sparkmark.planning.bands import BandOptions, BandState, FileEntry, plan_band
-from sparkmark.planning.latefiles import (CAPACITY, IBLT, SettledSketch, build_sketch,
-                                          late_mode, plan_late)
+from sparkmark.planning.bands import BandOptions, BandState, FileEntry, late_mode, plan_band
+from sparkmark.planning.latefiles import CAPACITY, IBLT, SettledSketch, build_sketch, plan_late
 
 DT = 100
 

@@ -5,22 +5,22 @@ The protocol makes removal safe to repeat after a crash:
 
 1. one store transaction rewinds the bookmark and marks the runs ``ROLLED_BACK`` with
    ``publish_state='removing'`` (the intent is recorded before anything is deleted);
-2. :func:`finish_removals` deletes each run's output by its per-run names (files
+2. :func:`sparkmark.sinks.publish.finish_removals` deletes each run's output by its per-run names (files
    ``sm-<run_id>-*``; JDBC rows ``WHERE sm_run_id = <run_id>``) and its staging leftovers;
 3. only then is the run marked ``publish_state='removed'``.
 
 A crash between 2 and 3 leaves ``removing``: the next reset, pipeline run or run of the job
 finishes the removal (deleting by run id twice deletes nothing the second time).
 
-    from sparkmark.rollback import finish_removals
+    from sparkmark.sinks.publish import finish_removals
     finish_removals(spark, store, store.list_runs(job_name="orders", statuses=("ROLLED_BACK",)))
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
+from .sinks.publish import finish_removals, outputs_of, pending_removal, planned_removal
 from .state.store import StateStore
 from .status import PublishState, RunStatus
 
@@ -30,45 +30,6 @@ if TYPE_CHECKING:
 REMOVING = PublishState.REMOVING
 REMOVED = PublishState.REMOVED
 ROLLED_BACK = RunStatus.ROLLED_BACK
-
-
-def pending_removal(row: dict[str, Any]) -> bool:
-    """True for a ledger row whose rollback recorded the intent but not the removal."""
-    return row.get("status") == ROLLED_BACK and row.get("publish_state") == REMOVING
-
-
-def outputs_of(row: dict[str, Any]) -> list[dict[str, Any]]:
-    return json.loads(row.get("outputs") or "[]")
-
-
-def planned_removal(spark: Any, rows: Iterable[dict[str, Any]],
-                    properties: Mapping[str, Any] | None = None) -> list[str]:
-    """What :func:`finish_removals` would delete for these rows (nothing is changed).
-    ``properties``: JDBC credentials by target table (each a mapping, ``url`` optional)."""
-    from .sinks import publish
-    found: list[str] = []
-    for r in rows:
-        found.extend(publish.remove_run_output(spark, r["run_id"], outputs_of(r), properties,
-                                               dry_run=True))
-    return found
-
-
-def finish_removals(spark: Any, store: StateStore, rows: Iterable[dict[str, Any]],
-                    properties: Mapping[str, Any] | None = None,
-                    only: Any = None) -> list[str]:
-    """Delete the output of rolled-back runs still marked ``removing``, then mark them
-    ``removed``. ``only(row)`` may skip rows (e.g. JDBC rows without credentials). Returns what
-    was deleted. Safe to call again after a crash."""
-    from .sinks import publish
-    removed: list[str] = []
-    for r in rows:
-        if not pending_removal(r) or (only is not None and not only(r)):
-            continue
-        outputs = outputs_of(r)
-        removed.extend(publish.remove_run_output(spark, r["run_id"], outputs, properties))
-        publish.discard_outputs(spark, outputs, properties, r["run_id"])
-        store.update_run(r["run_id"], publish_state=REMOVED)
-    return removed
 
 
 @dataclass

@@ -272,6 +272,24 @@ def excluded(path: str, relative: str, patterns: Sequence["re.Pattern[str]"]) ->
     return any(p.match(relative) or p.match(path) for p in patterns)
 
 
+#: values of the ``lateFiles`` option (see latefiles.py)
+LATE_MODES = ("warn", "read", "fail", "ignore")
+
+
+def late_mode(raw: Any) -> str:
+    """Validate the ``lateFiles`` option (``warn`` when not given).
+
+    Example: ``late_mode("READ") == "read"``
+    """
+    if raw is None or raw == "":
+        return "warn"
+    value = str(raw).strip().lower()
+    if value not in LATE_MODES:
+        raise ConfigError(f"option lateFiles={raw!r} is not one of {', '.join(LATE_MODES)}; "
+                          "e.g. lateFiles=warn (report them) or lateFiles=read (read them once)")
+    return value
+
+
 def split_options(options: Mapping[str, Any] | None) -> tuple[BandOptions, dict[str, Any]]:
     """Separate Glue's bookmark options (validated) from the reader options for Spark."""
     options = dict(options or {})
@@ -284,7 +302,6 @@ def split_options(options: Mapping[str, Any] | None) -> tuple[BandOptions, dict[
             reader[str(key)] = value
         else:
             bm[canon] = value
-    from .latefiles import late_mode  # latefiles builds on this module
     max_band = _int_option(bm, "maxBand", minimum=0)
     bounded_files = _int_option(bm, "boundedFiles", minimum=1)
     bounded_size = _int_option(bm, "boundedSize", minimum=1)

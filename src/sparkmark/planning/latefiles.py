@@ -37,7 +37,6 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
-from ..errors import ConfigError
 from .bands import FileEntry, path_hash
 
 M64 = (1 << 64) - 1
@@ -46,7 +45,6 @@ WIDTH = 256           # cells per sub-table
 CELLS = K * WIDTH     # 768 cells x 16 bytes = 12 KiB (16 KiB as base64), whatever the history
 CAPACITY = 400        # differences that decode with high probability (tested)
 SAMPLE = 20           # names kept in the ledger / named by lateFiles=fail
-LATE_MODES = ("warn", "read", "fail", "ignore")
 _GOLD = 0x9E3779B97F4A7C15
 _CELL = struct.Struct("<iQI")
 
@@ -72,17 +70,6 @@ def _check(key: int) -> int:
 def _cells(key: int) -> tuple[int, int, int]:
     h = mix64(key)
     return (h & 0xFF, WIDTH + ((h >> 21) & 0xFF), 2 * WIDTH + ((h >> 42) & 0xFF))
-
-
-def late_mode(raw: Any) -> str:
-    """Validate the ``lateFiles`` option (``warn`` when not given)."""
-    if raw is None or raw == "":
-        return "warn"
-    value = str(raw).strip().lower()
-    if value not in LATE_MODES:
-        raise ConfigError(f"option lateFiles={raw!r} is not one of {', '.join(LATE_MODES)}; "
-                          "e.g. lateFiles=warn (report them) or lateFiles=read (read them once)")
-    return value
 
 
 # ---------------------------------------------------------------------- the IBLT

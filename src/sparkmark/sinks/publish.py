@@ -112,7 +112,6 @@ def recover_job_outputs(spark: "SparkSession", store: "StateStore", job_name: st
             # reachable (files always; JDBC tables when this run brought their credentials)
             if all(isinstance(o, FileOutput) or (credentials or {}).get(o.target)
                    for o in outs):
-                from ..rollback import finish_removals
                 finish_removals(spark, store, [row], credentials)
             continue
         if only_table is not None:
@@ -125,3 +124,38 @@ def recover_job_outputs(spark: "SparkSession", store: "StateStore", job_name: st
         elif row["status"] in RunStatus.undone():
             if discard_outputs(spark, outs, credentials, row["run_id"]):
                 store.update_run(row["run_id"], publish_state=PublishState.DISCARDED)
+
+
+# ---------------------------------------------------------------------- rollback removal
+def pending_removal(row: dict[str, Any]) -> bool:
+    """True for a ledger row whose rollback recorded the intent but not the removal."""
+    return (row.get("status") == RunStatus.ROLLED_BACK
+            and row.get("publish_state") == PublishState.REMOVING)
+
+
+def planned_removal(spark: Any, rows: Iterable[dict[str, Any]],
+                    properties: Mapping[str, Any] | None = None) -> list[str]:
+    """What :func:`finish_removals` would delete for these rows (nothing is changed).
+    ``properties``: JDBC credentials by target table (each a mapping, ``url`` optional)."""
+    found: list[str] = []
+    for r in rows:
+        found.extend(remove_run_output(spark, r["run_id"], outputs_of(r), properties,
+                                               dry_run=True))
+    return found
+
+
+def finish_removals(spark: Any, store: "StateStore", rows: Iterable[dict[str, Any]],
+                    properties: Mapping[str, Any] | None = None,
+                    only: Any = None) -> list[str]:
+    """Delete the output of rolled-back runs still marked ``removing``, then mark them
+    ``removed``. ``only(row)`` may skip rows (e.g. JDBC rows without credentials). Returns what
+    was deleted. Safe to call again after a crash."""
+    removed: list[str] = []
+    for r in rows:
+        if not pending_removal(r) or (only is not None and not only(r)):
+            continue
+        outputs = outputs_of(r)
+        removed.extend(remove_run_output(spark, r["run_id"], outputs, properties))
+        discard_outputs(spark, outputs, properties, r["run_id"])
+        store.update_run(r["run_id"], publish_state=PublishState.REMOVED)
+    return removed
