@@ -614,48 +614,46 @@ class StateStore:
         ``expect_version`` was read."""
         with self.tx("setting a bookmark") as conn:
             job = self._require_job(conn, job_name, lock=True)
-            if job.active_run_id is not None and lease_is_alive(
-                    host=job.lease_host, pid=job.lease_pid, expires_ts=job.lease_expires_ts,
-                    now=now, my_host=this_host()):
-                raise ConcurrentRunError(
-                    f"job {job_name!r} has an active run {job.active_run_id}; set its bookmark "
-                    "after that run ends (or 'sparkmark bookmark release' it if it never will)")
+            self._refuse_live_run(job, now, "set its bookmark")
             if job.current_version != expect_version:
                 raise BookmarkConflictError(
                     f"the bookmark of job {job_name!r} changed while it was being set (version "
                     f"{expect_version} -> {job.current_version}); nothing was changed, try again")
             state = dict(self._version(conn, job, job.current_version).state)
             state[ctx] = element
-            version = job.current_version + 1
-            conn.execute(versions.insert().values(
-                job_name=job_name, version=version, kind="set", run_id=None,
-                previous_run_id=job.last_run_id, source_run_id=None,
-                run_number=job.run_number, attempt=job.attempt, created_ts=now,
-                state=json.dumps(state, sort_keys=True)))
-            conn.execute(jobs.update().where(jobs.c.job_name == job_name)
-                         .values(current_version=version))
-            return version
+            return self._admin_version(conn, job, state, kind="set", source_run_id=None, now=now)
 
     def _rewind(self, conn: Connection, job_name: str, run_id: str | None, *, now: int,
                 kind: str, action: str) -> int:
         """Add a version holding the state ``run_id`` committed (``{}`` when None) and point
         the job at it; refused while the job has a live run."""
         job = self._require_job(conn, job_name, lock=True)
+        self._refuse_live_run(job, now, action)
+        state = {} if run_id is None else self._version_of_run(conn, job_name, run_id).state
+        return self._admin_version(conn, job, state, kind=kind, source_run_id=run_id, now=now)
+
+    @staticmethod
+    def _refuse_live_run(job: Any, now: int, action: str) -> None:
+        """An administrative change waits for the job's live run (it names the way out)."""
         if job.active_run_id is not None and lease_is_alive(
                 host=job.lease_host, pid=job.lease_pid, expires_ts=job.lease_expires_ts,
                 now=now, my_host=this_host()):
             raise ConcurrentRunError(
-                f"job {job_name!r} has an active run {job.active_run_id}; {action} after that "
-                "run ends, or end it first with "
-                f"'sparkmark bookmark release {job_name} --run-id {job.active_run_id}'")
-        state = {} if run_id is None else self._version_of_run(conn, job_name, run_id).state
+                f"job {job.job_name!r} has an active run {job.active_run_id}; {action} after "
+                "that run ends, or end it first with "
+                f"'sparkmark bookmark release {job.job_name} --run-id {job.active_run_id}'")
+
+    def _admin_version(self, conn: Connection, job: Any, state: dict[str, Any], *, kind: str,
+                       source_run_id: str | None, now: int) -> int:
+        """Add a bookmark version made by an operator (reset, rewind, set) and point the job
+        at it; history is kept."""
         version = job.current_version + 1
         conn.execute(versions.insert().values(
-            job_name=job_name, version=version, kind=kind, run_id=None,
-            previous_run_id=job.last_run_id, source_run_id=run_id,
+            job_name=job.job_name, version=version, kind=kind, run_id=None,
+            previous_run_id=job.last_run_id, source_run_id=source_run_id,
             run_number=job.run_number, attempt=job.attempt, created_ts=now,
             state=json.dumps(state, sort_keys=True)))
-        conn.execute(jobs.update().where(jobs.c.job_name == job_name)
+        conn.execute(jobs.update().where(jobs.c.job_name == job.job_name)
                      .values(current_version=version))
         return version
 
