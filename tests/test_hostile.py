@@ -482,10 +482,11 @@ def test_live_run_in_a_real_other_pid_namespace_is_never_taken_over(state_url, t
         pytest.skip("needs unshare and root to start a process in a new PID namespace")
     script = tmp_path / "holder.py"
     script.write_text(HOLDER)
-    cmd = ["unshare", "-p", "-f", "--mount-proc", "sh", "-c",
+    cmd = ["unshare", "-p", "-f", "--kill-child", "--mount-proc", "sh", "-c",
            'echo 3999998 > /proc/sys/kernel/ns_last_pid && "$0" "$1" "$2"',
            sys.executable, str(script), state_url]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
     try:
         line = proc.stdout.readline()
         if line.strip() != "ready":
@@ -495,8 +496,12 @@ def test_live_run_in_a_real_other_pid_namespace_is_never_taken_over(state_url, t
         assert row["lease_pid"] == 3_999_999
         with pytest.raises(ConcurrentRunError, match="already has an active run"):
             Job(None, state=state_url).init("ctr", ENABLE)
-    finally:
-        proc.kill()
+    finally:  # the holder is unshare's child, in its own namespace: end the whole group
+        import signal
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
         proc.wait()
 
 
