@@ -68,9 +68,12 @@ _CONNECT_ENV = "SPARK_CONNECT_MODE_ENABLED"  # pyspark sets it when a remote ses
 
 @pytest.fixture(scope="session")
 def connect_spark(connect_server):
-    from pyspark.sql import SparkSession
+    # The Connect client's own builder: pyspark.sql.SparkSession.builder.remote() refuses to
+    # start a remote session in a process that already has a classic one (SESSION_ALREADY_EXIST),
+    # and this test process holds both.
+    from pyspark.sql.connect.session import SparkSession as RemoteSparkSession
     had = _CONNECT_ENV in os.environ
-    session = SparkSession.builder.remote(connect_server.url).getOrCreate()
+    session = RemoteSparkSession.builder.remote(connect_server.url).getOrCreate()
     if not had:  # otherwise pyspark.sql.functions would build Connect columns for classic tests
         os.environ.pop(_CONNECT_ENV, None)
     yield session

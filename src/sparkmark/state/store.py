@@ -102,6 +102,34 @@ def cap(value: Any, limit: int = 80) -> str:
     return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
+def _switch_to_wal(cur: Any) -> None:
+    """``PRAGMA journal_mode=WAL`` without a lock-order deadlock on a brand-new file.
+
+    Switching a new database to WAL needs an exclusive lock.  When another process is creating
+    the schema at the same moment (it holds RESERVED and waits for our SHARED lock to go while
+    we wait for its lock), both busy handlers would wait out the whole 60 s timeout.  So the
+    switch uses a short busy timeout and retries, letting go of its lock in between; once the
+    file is in WAL mode (a persistent setting) the pragma needs no lock at all.
+    """
+    import sqlite3
+    import time
+    cur.execute("PRAGMA busy_timeout=100")
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                cur.execute("PRAGMA journal_mode=WAL")
+                return
+            except sqlite3.OperationalError as e:
+                if "locked" not in str(e) and "busy" not in str(e):
+                    raise
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+    finally:
+        cur.execute("PRAGMA busy_timeout=60000")
+
+
 def open_store(state: str | None = None, *, create: bool = True) -> "StateStore":
     """The state store at ``state`` (URL, env ``SPARKMARK_STATE``, or the default).
     ``create=False`` (read-only commands) refuses a missing store instead of creating one.
@@ -250,7 +278,7 @@ class StateStore:
             def _sqlite_connect(dbapi_conn, _record):  # noqa: ANN001
                 dbapi_conn.isolation_level = None  # we issue BEGIN ourselves
                 cur = dbapi_conn.cursor()
-                cur.execute("PRAGMA journal_mode=WAL")
+                _switch_to_wal(cur)
                 cur.execute("PRAGMA synchronous=NORMAL")
                 cur.close()
 
