@@ -60,7 +60,9 @@ lint: install
 test4: install
 	$(BIN)/python -m pytest -q -p no:cacheprovider
 
+# (classic sessions only: PyPI's pyspark 3.5 ships no Spark Connect server jar)
 test35: install35
+	SPARKMARK_TEST_SESSIONS=classic \
 	SPARKMARK_TEST_BACKENDS=$${SPARKMARK_TEST_BACKENDS35:-sqlite} \
 	SPARKMARK_CRASH_TRIALS=$${SPARKMARK_CRASH_TRIALS35:-$(CRASH_TRIALS35)} \
 	SPARKMARK_CRASH_JDBC_TRIALS=$${SPARKMARK_CRASH_JDBC_TRIALS35:-$(CRASH_JDBC_TRIALS35)} \

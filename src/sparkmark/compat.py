@@ -148,6 +148,19 @@ def parse_type(ddl: str) -> Any:
     return _parse_datatype_string(ddl)
 
 
+def try_cast(col: Any, dtype: Any) -> Any:
+    """Cast where a value that does not fit becomes null instead of an error.
+
+    ``Column.try_cast`` is Spark 4.0+; on 3.5 a plain cast does the same unless ANSI mode is on
+    (off by default there).  The method is looked up on the class: ``col.try_cast`` on a 3.5
+    Column is a struct-field reference, not a method.  Example:
+    ``compat.try_cast(F.col("id"), LongType())``.
+    """
+    if callable(getattr(type(col), "try_cast", None)):
+        return col.try_cast(dtype)
+    return col.cast(dtype)
+
+
 def scala_binary(spark: "SparkSession") -> str:
     """The Scala binary version of Spark's jars (``"2.12"`` or ``"2.13"``), for package names."""
     if not is_connect(spark):

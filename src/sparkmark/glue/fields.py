@@ -101,6 +101,4 @@ def try_cast(col: "Column", dtype: "DataType") -> "Column":
 
         try_cast(F.col("id"), LongType())
     """
-    if hasattr(col, "try_cast"):  # Spark 4
-        return col.try_cast(dtype)
-    return col.cast(dtype)  # Spark 3.5 without ANSI mode: null on failure too
+    return compat.try_cast(col, dtype)
