@@ -629,7 +629,11 @@ def test_choice_join_merge_and_errors(spark, glue):
     assert sorted(((r.v_int, r.v_double, r.v_string) for r in out.collect()), key=str) == \
         sorted([(1, None, None), (None, None, "x"), (None, 2.5, None)], key=str)
     cast = f.resolveChoice(specs=[("v", "cast:long"), ("absent", "cast:int")]).toDF()
-    assert sorted(r.v for r in cast.collect() if r.v is not None) == [1]
+    from sparkmark import compat
+    # "2.5" as long: null on Spark 4 (try_cast); 2 on Spark 3.5, whose non-ANSI cast truncates
+    # (docs/glue-migration.md, differences)
+    expected = [1] if compat.is_spark4(spark) else [1, 2]
+    assert sorted(r.v for r in cast.collect() if r.v is not None) == expected
     assert DropNullFields.apply(frame=f).toDF().columns == ["v", "k"]
     for kwargs, word in (({}, "needs specs"), ({"specs": [("v", "bogus")]}, "unknown "
                                                                             "resolveChoice"),
