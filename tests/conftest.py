@@ -104,6 +104,18 @@ def pg_server():
 
 
 @pytest.fixture
+def pg_target(pg_server) -> tuple[str, str, dict[str, str]]:
+    """A fresh PostgreSQL database as a JDBC target: (SQLAlchemy URL, JDBC URL, properties)."""
+    jar = "/usr/share/java/postgresql.jar"
+    if not os.path.exists(jar):
+        pytest.skip(f"PostgreSQL JDBC driver missing: apt-get install libpostgresql-jdbc-java "
+                    f"({jar})")
+    name = f"tgt{os.getpid()}_{next(_counter)}"
+    url = pg_server.create_database(name)
+    return url, f"jdbc:postgresql://127.0.0.1:{pg_server.port}/{name}", {"user": "postgres"}
+
+
+@pytest.fixture
 def pg_url(pg_server) -> str:
     """A fresh, empty PostgreSQL database for one test."""
     return pg_server.create_database(f"t{os.getpid()}_{next(_counter)}")

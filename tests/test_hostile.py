@@ -76,19 +76,6 @@ def test_glob_characters_in_partition_folder_names(spark, sqlite_url, clock, tmp
 
 
 # ---------------------------------------------------------------------- 2. JDBC staging names
-PG_JAR = "/usr/share/java/postgresql.jar"
-
-
-@pytest.fixture
-def pg_target(pg_server):
-    if not os.path.exists(PG_JAR):
-        pytest.skip(f"PostgreSQL JDBC driver missing: apt-get install libpostgresql-jdbc-java "
-                    f"({PG_JAR})")
-    name = f"hostile{os.getpid()}_{id(object())}"
-    url = pg_server.create_database(name)
-    return url, f"jdbc:postgresql://127.0.0.1:{pg_server.port}/{name}", {"user": "postgres"}
-
-
 def pg_rows(url, sql):
     import sqlalchemy as sa
     engine = sa.create_engine(url)

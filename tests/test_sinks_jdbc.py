@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import os
 
 import pytest
 import sqlalchemy as sa
@@ -12,19 +11,6 @@ from sparkmark.errors import SinkError
 from sparkmark.options import ENABLE
 
 EN = {"job_bookmark_option": ENABLE}
-PG_JAR = "/usr/share/java/postgresql.jar"
-
-
-@pytest.fixture
-def pg_target(pg_server):
-    if not os.path.exists(PG_JAR):
-        pytest.skip(f"PostgreSQL JDBC driver missing: apt-get install libpostgresql-jdbc-java "
-                    f"({PG_JAR})")
-    name = f"sink{os.getpid()}_{id(object())}"
-    url = pg_server.create_database(name)
-    return url, f"jdbc:postgresql://127.0.0.1:{pg_server.port}/{name}", {"user": "postgres"}
-
-
 def rows(url, sql):
     engine = sa.create_engine(url)
     with engine.connect() as c:
