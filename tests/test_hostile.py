@@ -502,6 +502,37 @@ def test_read_only_commands_never_create_a_store(tmp_path):
     assert not (tmp_path / "no").exists()
 
 
+def test_read_only_commands_open_the_store_read_only(state_url, clock):
+    """`bookmark get`, `history` and `report` open the store read-only (SQLite mode=ro,
+    PostgreSQL READ ONLY transactions): they cannot change it, even by mistake."""
+    import sqlalchemy as sa
+    from sparkmark.state import open_store
+    writer = open_store(state_url)
+    with writer.tx("seed") as conn:
+        conn.exec_driver_sql("INSERT INTO sm_meta (key, value) VALUES ('probe', 'before')")
+    reader = open_store(state_url, create=False)
+    assert reader.store_id == writer.store_id
+    with pytest.raises(sa.exc.DBAPIError, match="(?i)read.?only"):
+        with reader.engine.begin() as conn:
+            conn.exec_driver_sql("UPDATE sm_meta SET value = 'after' WHERE key = 'probe'")
+    with writer.tx("check") as conn:
+        assert conn.exec_driver_sql(
+            "SELECT value FROM sm_meta WHERE key = 'probe'").scalar() == "before"
+
+
+def test_read_only_commands_do_not_upgrade_an_older_store(state_url, clock):
+    from sparkmark.errors import StateStoreError
+    from sparkmark.state import open_store
+    writer = open_store(state_url)
+    with writer.tx("age it") as conn:
+        conn.exec_driver_sql("UPDATE sm_meta SET value = '0' WHERE key = 'schema_version'")
+    with pytest.raises(StateStoreError, match="older than this sparkmark's .*only reads"):
+        open_store(state_url, create=False)
+    with writer.tx("check") as conn:
+        assert conn.exec_driver_sql(
+            "SELECT value FROM sm_meta WHERE key = 'schema_version'").scalar() == "0"
+
+
 def test_state_lock_held_too_long_has_its_own_message(tmp_path, clock):
     import sqlite3
     from sparkmark.errors import StateStoreError

@@ -85,8 +85,11 @@ def _sqlite_identity(engine: Engine) -> Any:
     """(device, inode) of a SQLite database file; None for other databases."""
     if engine.url.get_backend_name() != "sqlite" or engine.url.database in (None, "", ":memory:"):
         return None
+    path = engine.url.database
+    if path.startswith("file:"):  # a read-only store's URI (file:/path, mode=ro in the query)
+        path = path[len("file:"):]
     try:
-        st = os.stat(engine.url.database)
+        st = os.stat(path)
     except OSError:
         return "missing"
     return (st.st_dev, st.st_ino)
@@ -128,6 +131,23 @@ def _switch_to_wal(cur: Any) -> None:
                 time.sleep(0.05)
     finally:
         cur.execute("PRAGMA busy_timeout=60000")
+
+
+def _check_readable_schema(conn: Connection, display_url: str) -> None:
+    """A read-only command reads the schema as it is: it neither creates nor upgrades one."""
+    found = schema.current_schema_version(conn)
+    if found is None:
+        raise StateStoreError(
+            f"{display_url} holds no sparkmark state store; check --state "
+            "/ SPARKMARK_STATE (this command only reads and creates nothing)")
+    if found != schema.SCHEMA_VERSION:
+        newer = found > schema.SCHEMA_VERSION
+        raise StateStoreError(
+            f"the state store {display_url} has schema version {found}, "
+            f"{'newer' if newer else 'older'} than this sparkmark's ({schema.SCHEMA_VERSION}); "
+            + ("upgrade sparkmark (pip install -U sparkmark)" if newer else
+               "this command only reads, so it does not upgrade it: run a job (or any "
+               "'sparkmark bookmark' command that writes) once to upgrade the store"))
 
 
 def open_store(state: str | None = None, *, create: bool = True) -> "StateStore":
@@ -193,7 +213,8 @@ class StateStore:
         file."""
         with _ENGINES_LOCK:
             self._refuse_empty_file()
-            cached = _ENGINES.get(self.url)
+            key = self.url if self.create else f"{self.url}#read-only"
+            cached = _ENGINES.get(key)
             if cached is not None:
                 engine, identity = cached
                 if identity == _sqlite_identity(engine):
@@ -203,12 +224,11 @@ class StateStore:
             engine = self._create_engine()
             with self._errors("open"):
                 with engine.begin() as conn:
-                    if not self.create and schema.current_schema_version(conn) is None:
-                        raise StateStoreError(
-                            f"{self.display_url} holds no sparkmark state store; check --state "
-                            "/ SPARKMARK_STATE (this command only reads and creates nothing)")
-                    schema.ensure_schema(conn)
-            _ENGINES[self.url] = (engine, _sqlite_identity(engine))
+                    if self.create:
+                        schema.ensure_schema(conn)
+                    else:
+                        _check_readable_schema(conn, self.display_url)
+            _ENGINES[key] = (engine, _sqlite_identity(engine))
             return engine
 
     def _refuse_empty_file(self) -> None:
@@ -250,10 +270,14 @@ class StateStore:
         if backend == "sqlite":
             if url.database and url.database != ":memory:":
                 path = Path(url.database).expanduser()
-                if not self.create and not path.exists():
-                    raise StateStoreError(
-                        f"there is no state store at {path}; check --state / "
-                        "SPARKMARK_STATE (this command only reads and creates nothing)")
+                if not self.create:
+                    if not path.exists():
+                        raise StateStoreError(
+                            f"there is no state store at {path}; check --state / "
+                            "SPARKMARK_STATE (this command only reads and creates nothing)")
+                    # read-only commands open the file read-only: they cannot change it
+                    url = url.set(database=f"file:{path.resolve()}",
+                                  query={"uri": "true", "mode": "ro"})
                 try:
                     path.parent.mkdir(parents=True, exist_ok=True)
                 except OSError as e:
@@ -265,6 +289,8 @@ class StateStore:
         elif backend == "postgresql":
             kwargs["pool_pre_ping"] = True
             kwargs["connect_args"] = {"connect_timeout": 10}
+            if not self.create:  # read-only commands: every transaction is READ ONLY
+                kwargs["connect_args"]["options"] = "-c default_transaction_read_only=on"
         else:
             raise StateStoreError(
                 f"unsupported state URL scheme {backend!r} in {self.display_url!r}: {hint}")
@@ -274,17 +300,21 @@ class StateStore:
             raise StateStoreError(f"cannot use state URL {self.display_url!r} ({e}); {hint}") \
                 from None
         if backend == "sqlite":
+            writable = self.create
+
             @event.listens_for(engine, "connect")
             def _sqlite_connect(dbapi_conn, _record):  # noqa: ANN001
                 dbapi_conn.isolation_level = None  # we issue BEGIN ourselves
                 cur = dbapi_conn.cursor()
-                _switch_to_wal(cur)
-                cur.execute("PRAGMA synchronous=NORMAL")
+                if writable:
+                    _switch_to_wal(cur)
+                    cur.execute("PRAGMA synchronous=NORMAL")
                 cur.close()
 
             @event.listens_for(engine, "begin")
             def _sqlite_begin(conn):  # noqa: ANN001
-                conn.exec_driver_sql("BEGIN IMMEDIATE")
+                # writers take the write lock up front; a read-only store only reads
+                conn.exec_driver_sql("BEGIN IMMEDIATE" if writable else "BEGIN")
         return engine
 
     def _scrub(self, text: str) -> str:
