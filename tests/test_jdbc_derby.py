@@ -338,3 +338,39 @@ def test_keys_going_backwards_is_an_error_or_a_documented_warning(derby, runner,
     derby.execute("DELETE FROM emp")
     _, rows, _ = runner.run(derby.url, "emp")
     assert rows == [] and runner.element()["last"] == [9]
+
+
+@pytest.mark.parametrize("action", ["collect", "job.write"])
+def test_error_while_the_users_action_consumes_a_bookmarked_read_names_the_source(
+        spark, derby, sqlite_url, clock, tmp_path, action):
+    """Issue 16 (14): an error raised while Spark consumes a bookmarked JDBC read in the user's
+    own action (here the table is dropped between planning and collect()) is a SourceError
+    naming the source, never a raw Py4JJavaError; the run is FAILED and the bookmark stays."""
+    derby.execute("CREATE TABLE gone (id INT PRIMARY KEY, v VARCHAR(10))")
+    derby.execute("INSERT INTO gone VALUES (?, ?)", (1, "a"), (2, "b"))
+    with pytest.raises(SourceError, match=r"reading JDBC source 'gone_src' \(table APP.GONE\) "
+                       r"failed while Spark consumed it: Table/View 'APP.GONE' does not exist\. "
+                       r"Check") as info:
+        with Job(spark, state=sqlite_url, clock=clock).run(
+                "gone_job", {"job_bookmark_option": ENABLE}) as job:
+            df = job.read.jdbc(derby.url, table="gone", transformation_ctx="gone_src")
+            derby.execute("DROP TABLE gone")
+            if action == "collect":
+                df.collect()
+            else:  # inside the exactly-once sink: still the source's failure, not the sink's
+                job.write(df, str(tmp_path / "out"), transformation_ctx="sink")
+    assert "Py4JJavaError" not in str(info.value) and "\tat " not in str(info.value)
+    run = Job(None, state=sqlite_url).store.list_runs(job_name="gone_job")[-1]
+    assert run["status"] == "FAILED" and "reading JDBC source 'gone_src'" in run["error"]
+    assert Bookmarks(sqlite_url).get("gone_job")["JobBookmark"] == {}
+    assert not list(tmp_path.glob("out/**/*.parquet"))  # nothing published
+
+
+def test_errors_of_the_users_own_code_are_left_alone(spark, derby, sqlite_url, clock):
+    derby.execute("CREATE TABLE kept (id INT PRIMARY KEY)")
+    derby.execute("INSERT INTO kept VALUES (?)", (1,))
+    with pytest.raises(RuntimeError, match="the user.s own bug"):
+        with Job(spark, state=sqlite_url, clock=clock).run(
+                "kept_job", {"job_bookmark_option": ENABLE}) as job:
+            job.read.jdbc(derby.url, table="kept", transformation_ctx="kept_src").collect()
+            raise RuntimeError("the user's own bug")

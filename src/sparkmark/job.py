@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 from . import compat
 from .clock import Clock, checked_now, system_clock
 from .errors import ConfigError, JobStateError, SparkmarkError
+from .jvm import jdbc_read_error
 from .options import ENABLE, PAUSE, BookmarkArgs, parse_job_args
 from .run import ReadMode, SourceBookmark, StagedOutput
 from .secrets import SecretSet
@@ -357,6 +358,10 @@ class Job:
         try:
             yield self
         except BaseException as e:
+            source_error = jdbc_read_error(e, self._jdbc_tables()) if self._active else None
+            if source_error is not None:  # a bookmarked JDBC read failed in the user's action
+                self.fail(source_error)
+                raise source_error from None
             self.fail(e)
             raise
         if self._active:
@@ -426,6 +431,11 @@ class Job:
                                   listing_ts=self.snapshot_ts, save=False)
         return SourceBookmark(ctx=ctx, mode=ReadMode.INCREMENTAL, previous=self._state.get(ctx),
                               listing_ts=self.snapshot_ts, save=option == ENABLE)
+
+    def _jdbc_tables(self) -> dict[str, str]:
+        """This run's JDBC sources: transformation_ctx -> table."""
+        return {ctx: str(r.get("table")) for ctx, r in self._sources.items()
+                if r.get("source") == "jdbc"}
 
     def record_read(self, ctx: str | None, element: Mapping[str, Any] | None,
                     report: Mapping[str, Any]) -> None:

@@ -49,6 +49,57 @@ def java_error_text(error: BaseException, *, limit: int = 800) -> str:
     return type(error).__name__
 
 
+#: frames in a Spark error's Java stack trace that show it came from reading a JDBC table
+#: (Spark's JDBC RDD), not from writing one (``JdbcUtils.savePartition``) or anything else
+_JDBC_READ_MARKERS = ("datasources.jdbc.JDBCRDD",)
+
+
+def _error_chain(error: BaseException) -> list[BaseException]:
+    """``error`` and the errors it was raised from or during (``raise X from None`` hides the
+    context from tracebacks but keeps it), oldest last."""
+    chain: list[BaseException] = []
+    cur: BaseException | None = error
+    while cur is not None and cur not in chain and len(chain) < 8:
+        chain.append(cur)
+        cur = cur.__cause__ or cur.__context__
+    return chain
+
+
+def jdbc_read_error(error: BaseException, jdbc_sources: dict[str, str]) -> Exception | None:
+    """A :class:`~sparkmark.errors.SourceError` naming the JDBC source(s) when ``error`` was
+    raised while Spark consumed a bookmarked JDBC read (``df.collect()``, a write of it...),
+    else ``None``.  ``jdbc_sources`` maps each JDBC source's ``transformation_ctx`` to its
+    table.  The database's own words are kept, the Java stack trace is not.
+
+        >>> jdbc_read_error(ValueError("no"), {"emp_src": "emp"}) is None
+        True
+    """
+    from .errors import SourceError
+    if not jdbc_sources or isinstance(error, SourceError):
+        return None
+    for err in _error_chain(error):
+        text = str(err)
+        java = getattr(err, "java_exception", None)
+        if java is not None:
+            try:
+                text += " " + str(java.toString())
+            except Exception:  # noqa: BLE001 - the JVM may be gone
+                pass
+        if any(m in text for m in _JDBC_READ_MARKERS):
+            named = ", ".join(f"{ctx!r} (table {table})" for ctx, table in
+                              sorted(jdbc_sources.items()))
+            which = "JDBC source" if len(jdbc_sources) == 1 else "one of the JDBC sources"
+            # the root cause is the database's own words ("Table/View 'APP.EMP' does not
+            # exist"); the outer messages are Spark's "Job aborted due to stage failure..."
+            cause = java_error_text(err).split(" <- ")[-1].strip().rstrip(".")
+            return SourceError(
+                f"reading {which} {named} failed while Spark consumed it: "
+                f"{cause}. Check that the table and its key columns still exist "
+                "and hold values of the declared types; the bookmark is unchanged, so a re-run "
+                "reads the same range")
+    return None
+
+
 def is_classic(spark: "SparkSession") -> bool:
     """Whether ``spark`` is a classic session with a py4j gateway (not Spark Connect)."""
     try:
