@@ -62,3 +62,44 @@ def test_progress_on_a_terminal_and_not_when_piped_or_quiet(tmp_path):
     assert rc == 0, text[-3000:]
     assert "module 1 of" not in text and "elapsed" not in text
     assert "pipeline clip run" in text
+
+
+LISTING_PIPELINE = """
+import os
+from sparkmark import Pipeline
+from sparkmark.spark import local_session
+
+BASE = os.environ["CLIP_DATA"]
+p = Pipeline("lister", local_session("cli-test", cores=1), primordial_date="2024-01-01",
+             max_days_to_load=1)
+
+@p.module(id=1, name="Bronze_Files", layer="bronze", target=BASE + "/bronze")
+def bronze(ctx):
+    return ctx.job.read.files(BASE + "/in", format="json", transformation_ctx="in")
+"""
+
+
+def test_a_long_file_listing_shows_the_files_listed_so_far(tmp_path):
+    """Listings that run longer than SPARKMARK_LISTING_PROGRESS_AFTER seconds (default 5) show
+    the files listed so far; 0 here, so this small listing counts as long."""
+    env = setup(tmp_path)
+    (tmp_path / "pipe.py").write_text(LISTING_PIPELINE)  # setup() wrote the plain pipeline
+    src = tmp_path / "data" / "in"
+    for d in range(3):
+        (src / f"dt=2024-01-0{d + 1}").mkdir(parents=True)
+        for i in range(4):
+            (src / f"dt=2024-01-0{d + 1}" / f"f{i}.json").write_text(f'{{"id": {d * 10 + i}}}\n')
+    env["SPARKMARK_LISTING_PROGRESS_AFTER"] = "0"
+    rc, text = run_on_pty([SPARKMARK, "run", "pipe.py"], env, tmp_path)
+    assert rc == 0, text[-3000:]
+    assert f"listing file:{src}" in text and "directories so far" in text, text[-3000:]
+    import re
+    counts = [(int(f), int(d)) for f, d in
+              re.findall(r"([\d,]+) files in ([\d,]+) directories so far", text)]
+    assert counts and all(0 <= f <= 12 and 1 <= d <= 4 for f, d in counts), counts
+
+    env.pop("SPARKMARK_LISTING_PROGRESS_AFTER")  # default 5 s: this listing is short, silent
+    (src / "dt=2024-01-03" / "late.json").write_text('{"id": 99}\n')
+    rc, text = run_on_pty([SPARKMARK, "run", "pipe.py"], env, tmp_path)
+    assert rc == 0, text[-3000:]
+    assert "module 1 of 1" in text and "directories so far" not in text

@@ -301,11 +301,16 @@ def run(pipeline_file: str = typer.Argument(..., help="A Python file that define
     Shows live progress on a terminal."""
     def body() -> None:
         from .pipeline import load_pipeline_file
+        from contextlib import nullcontext
+
+        from .listing_progress import watch_listing
         from .progress import PipelineProgress
         p = load_pipeline_file(pipeline_file)
         with PipelineProgress(out, p.name, timezone=p.timezone, quiet=quiet) as show:
-            summary = p.run(layers=_split_csv(layers), modules=_split_csv(modules, int),
-                            progress=show)
+            watching = watch_listing(show.on_listing) if show.enabled else nullcontext()
+            with watching:
+                summary = p.run(layers=_split_csv(layers), modules=_split_csv(modules, int),
+                                progress=show)
         out.print(summary)
         if summary.exit_code:          # FAILED, or SKIPPED because a dependency failed
             raise typer.Exit(summary.exit_code)

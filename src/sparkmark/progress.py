@@ -43,6 +43,7 @@ class PipelineProgress:
         self.current: Any = None
         self.window: Any = None
         self.done: list[Any] = []
+        self.listing: Any = None  # the long file listing under way (ListingProgress), if any
         self._live: Live | None = None
 
     def __enter__(self) -> "PipelineProgress":
@@ -61,11 +62,19 @@ class PipelineProgress:
 
     def __call__(self, k: int, n: int, module: Any, window: Any, result: Any) -> None:
         self.k, self.n = k, n
+        self.listing = None
         if result is None:
             self.current, self.window = module, window
         else:
             self.current = None
             self.done.append(result)
+        if self._live is not None:
+            self._live.refresh()
+
+    def on_listing(self, progress: Any) -> None:
+        """The :func:`sparkmark.listing_progress.watch_listing` callback: a long file listing
+        shows the files listed so far under the current module."""
+        self.listing = None if progress.done else progress
         if self._live is not None:
             self._live.refresh()
 
@@ -80,6 +89,10 @@ class PipelineProgress:
             parts.append(Text(f"running {m.id} {m.name} ({m.layer}) window "
                               f"[{format_ts(w.from_ts, tz)}, {format_ts(w.until_ts, tz)})",
                               style="cyan"))
+        if self.listing is not None:
+            p = self.listing
+            parts.append(Text(f"  listing {p.root}: {p.files:,} files in {p.dirs:,} "
+                              f"directories so far ({p.elapsed_s:,.1f} s)", style="bright_black"))
         if self.done:
             t = Table(show_edge=False, pad_edge=False, box=None)
             for col in ("module", "name", "status", "rows"):

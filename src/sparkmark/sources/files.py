@@ -31,7 +31,7 @@ import re
 import time
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-from .. import compat
+from .. import compat, listing_progress
 from ..errors import ConfigError, SourceError
 from ..formats import PARSED_FORMATS, READ_FORMATS
 from ..fs import file_system
@@ -181,12 +181,14 @@ def list_inputs(spark: "SparkSession", paths: Sequence[str], opts: BandOptions, 
                 lister: Callable = functools.partial(local_level, recurse=opts.recurse)
             else:
                 lister = hadoop_level(fs.list_level, path)
+            lister = listing_progress.counting(lister, path)  # long listings show progress
             t0 = time.monotonic()
             res = walk([path], lister, recurse=opts.recurse, previous=previous, mode=mode,
                        listing_ts=listing_ts, started_ms=int(time.time() * 1000),
                        margin_ms=margin,
                        took_ms=functools.partial(_elapsed_ms, t0),
                        roots_key=roots)
+            listing_progress.finish(lister)
             states.append(res.state)
             out.dirs_listed += res.dirs_listed
             root = path.rstrip("/")
