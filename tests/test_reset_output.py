@@ -237,6 +237,18 @@ def test_reset_removes_jdbc_rows_by_run_id_then_rerun_is_exactly_once(spark, sql
              properties={"orders_out": {"password": props["password"]}})
     assert ids() == [1, 2]
     assert {bm.store.get_run(r)["status"] for r in runs[1:]} == {"ROLLED_BACK"}
+    # --jdbc-password-env: VAR for every target, TABLE=VAR for one (the more specific wins)
+    from sparkmark.errors import SparkmarkError
+    from sparkmark.rollback import jdbc_credentials
+    env = {"ALL_PW": "a", "ORD_PW": "o"}
+    assert jdbc_credentials(sqlite_url, "to_pg", ["ALL_PW"], env) == \
+        {"orders_out": {"password": "a"}}
+    assert jdbc_credentials(sqlite_url, "to_pg", ["ALL_PW", "ORDERS_OUT=ORD_PW"], env) == \
+        {"orders_out": {"password": "o"}}
+    with pytest.raises(SparkmarkError, match="wrote to no JDBC table 'audit'.*orders_out"):
+        jdbc_credentials(sqlite_url, "to_pg", ["audit=ORD_PW"], env)
+    with pytest.raises(SparkmarkError, match="NOPE is not set"):
+        jdbc_credentials(sqlite_url, "to_pg", ["orders_out=NOPE"], env)
     clock.advance(60 * MIN)
     run()
     assert ids() == [1, 2, 11, 12, 21, 22]

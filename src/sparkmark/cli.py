@@ -122,10 +122,11 @@ def bookmark_reset(job: str = typer.Argument(..., help="Job name"),
                             "JDBC rows by sm_run_id) and mark those runs ROLLED_BACK"),
                    dry_run: bool = typer.Option(False, "--dry-run",
                                                 help="Only show what would happen"),
-                   jdbc_password_env: Optional[str] = typer.Option(
+                   jdbc_password_env: Optional[list[str]] = typer.Option(
                        None, "--jdbc-password-env",
-                       help="Name of an environment variable holding the password of the "
-                            "JDBC targets (the ledger keeps no passwords)")) -> None:
+                       help="VAR: an environment variable holding the password of the JDBC "
+                            "targets (the ledger keeps no passwords); TABLE=VAR for one target "
+                            "table (repeatable; a bare VAR covers the others)")) -> None:
     """Reset a bookmark (reprocess everything) or rewind it to run R. History is kept.
 
     With --remove-output the later runs' output goes too, so a re-run does not duplicate it.
@@ -173,16 +174,12 @@ def bookmark_release(job: str = typer.Argument(..., help="Job name"),
     _guard(body)
 
 
-def _jdbc_properties(job: str, env_name: Optional[str]) -> Optional[dict]:
+def _jdbc_properties(job: str, specs: Optional[list[str]]) -> Optional[dict]:
     """Credentials for the JDBC targets of a job's runs, from --jdbc-password-env."""
-    if env_name is None:
+    if not specs:
         return None
-    password = os.environ.get(env_name)
-    if password is None:
-        raise SparkmarkError(f"--jdbc-password-env {env_name}: that environment variable is "
-                             "not set; export it with the target database's password")
-    from .ledger import jdbc_targets
-    return {t: {"password": password} for t in jdbc_targets(CTX.state, job)}
+    from .rollback import jdbc_credentials
+    return jdbc_credentials(CTX.state, job, specs)
 
 
 # ---------------------------------------------------------------------- report

@@ -17,8 +17,9 @@ finishes the removal (deleting by run id twice deletes nothing the second time).
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Mapping
 
 from .sinks.publish import finish_removals, outputs_of, pending_removal, planned_removal
 from .state.store import StateStore
@@ -80,6 +81,46 @@ class ResetPlan:
     def __rich__(self) -> Any:
         from rich.text import Text
         return Text(str(self))
+
+
+def jdbc_credentials(store: StateStore | str | None, job_name: str, specs: list[str],
+                     environ: Mapping[str, str] | None = None) -> dict[str, dict[str, str]]:
+    """Passwords for the JDBC targets a job's runs wrote to, by target table, from environment
+    variables (the ledger keeps no passwords): each spec is ``VAR`` (every target) or
+    ``TABLE=VAR`` (that table; the more specific one wins).  This is what
+    ``sparkmark bookmark reset --remove-output --jdbc-password-env`` passes as ``properties``.
+
+        jdbc_credentials(state, "orders", ["PG_PW", "audit_log=AUDIT_PW"])
+        # {'orders_out': {'password': ...}, 'audit_log': {'password': ...}}
+    """
+    from .errors import SparkmarkError
+    from .ledger import jdbc_targets
+    env = os.environ if environ is None else environ
+    targets = jdbc_targets(store, job_name)
+    default: str | None = None
+    per_table: dict[str, str] = {}
+    for spec in specs:
+        table, sep, env_name = spec.rpartition("=")
+        table, env_name = table.strip(), env_name.strip()
+        if (sep and not table) or not env_name:
+            raise SparkmarkError(f"--jdbc-password-env {spec!r}: give VAR or TABLE=VAR")
+        password = env.get(env_name)
+        if password is None:
+            raise SparkmarkError(f"--jdbc-password-env {spec}: the environment variable "
+                                 f"{env_name} is not set; export it with the target database's "
+                                 "password")
+        if not sep:
+            default = password
+            continue
+        matches = [t for t in targets if t.lower() == table.lower()]
+        if not matches:
+            raise SparkmarkError(f"--jdbc-password-env {spec}: job {job_name!r} wrote to no "
+                                 f"JDBC table {table!r}; its JDBC targets are: "
+                                 f"{', '.join(targets) or 'none'}")
+        for t in matches:
+            per_table[t] = password
+    found = {t: per_table.get(t, default) for t in targets}
+    return {t: {"password": pw} for t, pw in found.items() if pw is not None}
 
 
 def _spark_for(rows: list[dict[str, Any]], spark: "SparkSession | None") -> Any:
