@@ -109,18 +109,11 @@ def is_classic(spark: "SparkSession") -> bool:
 
 
 def has_data_source(spark: "SparkSession", name: str) -> bool:
-    """Whether Spark can look up the data source ``name`` (e.g. ``"avro"`` from spark-avro).
-
-    Over Spark Connect the server is asked by analysing a read of a missing path: a missing
-    path is fine, a missing data source is not.
+    """Whether a classic session's Spark can look up the data source ``name`` (e.g. ``"avro"``
+    from spark-avro).  Callers go through :func:`sparkmark.compat.has_data_source`, which
+    answers for Spark Connect sessions itself (there is no JVM here to ask).
+    Example: ``has_data_source(spark, "avro")``
     """
-    if not is_classic(spark):
-        try:
-            _ = spark.read.format(name).load("file:/nonexistent/sparkmark-probe").schema
-        except Exception as e:  # noqa: BLE001
-            text = str(e)
-            return "PATH_NOT_FOUND" in text or "does not exist" in text
-        return True
     try:
         jvm: Any = spark.sparkContext._jvm
         jvm.org.apache.spark.sql.execution.datasources.DataSource.lookupDataSource(
