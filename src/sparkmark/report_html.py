@@ -233,7 +233,7 @@ function gantt(el, lanes, startOf, endOf, title){
           height:hh}, {x:params.coordSys.x, y:params.coordSys.y, width:params.coordSys.width,
           height:params.coordSys.height}), style:api.style()}; }};
   }).filter(x=>x);
-  chart.setOption({animation:false, title:{text:title, left:'center', top:2,
+  chart.setOption({animation:false, useUTC:true, title:{text:title, left:'center', top:2,
     textStyle:{fontSize:12, fontWeight:'normal'}}, legend:{top:24, data:present},
     grid:{left:10, right:30, top:56, bottom:55, containLabel:true},
     tooltip:{confine:true, formatter:p=>details(p.value[3])},
@@ -260,7 +260,7 @@ function perRun(el, value, name, unit){
       if(v!=null) data.push([R.start[i], v, i]); }
     return {name:s, type:'scatter', symbolSize:6, data:data, itemStyle:{color:D.colours[si]},
       large:true};}).filter(x=>x);
-  chart.setOption({animation:false, legend:{top:4, right:10, data:present}, title:{text:name,
+  chart.setOption({animation:false, useUTC:true, legend:{top:4, right:10, data:present}, title:{text:name,
     left:10, top:4, textStyle:{fontSize:12}}, grid:{left:10, right:30, top:40, bottom:40,
     containLabel:true},
     tooltip:{confine:true, formatter:p=>details(p.value[2])}, xAxis:{type:'time', scale:true},
