@@ -58,7 +58,7 @@ lint: install
 	$(BIN)/mypy
 
 test4: install
-	$(BIN)/python -m pytest -q -p no:cacheprovider
+	$(BIN)/python -m pytest -q -p no:cacheprovider --durations=25
 
 # (classic sessions only: PyPI's pyspark 3.5 ships no Spark Connect server jar)
 test35: install35
@@ -66,7 +66,7 @@ test35: install35
 	SPARKMARK_TEST_BACKENDS=$${SPARKMARK_TEST_BACKENDS35:-sqlite} \
 	SPARKMARK_CRASH_TRIALS=$${SPARKMARK_CRASH_TRIALS35:-$(CRASH_TRIALS35)} \
 	SPARKMARK_CRASH_JDBC_TRIALS=$${SPARKMARK_CRASH_JDBC_TRIALS35:-$(CRASH_JDBC_TRIALS35)} \
-	$(BIN35)/python -m pytest -q -p no:cacheprovider $(SUITES35)
+	$(BIN35)/python -m pytest -q -p no:cacheprovider --durations=10 $(SUITES35)
 
 bench: install
 	$(BIN)/python benchmarks/lifecycle.py
