@@ -99,7 +99,15 @@ def test_a_long_file_listing_shows_the_files_listed_so_far(tmp_path):
     assert counts and all(0 <= f <= 12 and 1 <= d <= 4 for f, d in counts), counts
 
     env.pop("SPARKMARK_LISTING_PROGRESS_AFTER")  # default 5 s: this listing is short, silent
-    (src / "dt=2024-01-03" / "late.json").write_text('{"id": 99}\n')
+    late = src / "dt=2024-01-03" / "late.json"  # copied in with its old mtime kept (cp -p)
+    late.write_text('{"id": 99}\n')
+    old = time.time() - 2 * 86_400
+    os.utime(late, (old, old))
     rc, text = run_on_pty([SPARKMARK, "run", "pipe.py"], env, tmp_path)
     assert rc == 0, text[-3000:]
     assert "module 1 of 1" in text and "directories so far" not in text
+    assert "1 late" in text  # the late file is marked in the live display (lateFiles=warn)
+    assert "late_files" in text  # and the summary printed at the end has the column
+    res = subprocess.run([SPARKMARK, "run", "pipe.py"], capture_output=True, text=True,
+                         cwd=tmp_path, env=env, timeout=300)  # piped: nothing new, no late
+    assert res.returncode == 0 and "late_files" not in res.stdout, res.stdout

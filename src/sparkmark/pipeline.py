@@ -204,6 +204,7 @@ class ModuleResult:
     records_written: int | None = None
     run_id: str | None = None
     error: str | None = None
+    late_files: int | None = None   # files arrived with an old mtime (lateFiles), from the ledger
 
 
 @dataclass
@@ -246,7 +247,8 @@ class RunSummary:
         return [{"module_id": r.module_id, "module_name": r.module_name, "layer": r.layer,
                  "status": r.status, "from": format_ts(r.from_ts, self.timezone),
                  "until": format_ts(r.until_ts, self.timezone),
-                 "records_written": r.records_written, "run_id": r.run_id,
+                 "records_written": r.records_written, "late_files": r.late_files,
+                 "run_id": r.run_id,
                  "error": (r.error or "").splitlines()[0][:300] if r.error else None}
                 for r in self.results]
 
@@ -254,8 +256,10 @@ class RunSummary:
         head = (f"pipeline {self.pipeline} run {self.run_id} snapshot "
                 f"{format_ts(self.snapshot_ts, self.timezone)}"
                 f" -> {'FAILED' if self.failed else 'SKIPPED' if self.skipped else 'ok'}")
+        late = ["late_files"] if any(r.late_files for r in self.results) else []
         return head + "\n" + text_table(self.rows, ["module_id", "module_name", "layer", "status",
-                                                "from", "until", "records_written", "error"])
+                                                "from", "until", "records_written", *late,
+                                                "error"])
 
     def __rich__(self):
         from rich.text import Text
@@ -616,6 +620,8 @@ class Pipeline:
         except BaseException as e:
             job.fail(e)
             raise
+        from .ledger import run_markers
+        result.late_files = run_markers(self.store.get_run(job.run_identity()[1]))["late_files"]
         return result
 
     # ------------------------------------------------------------------ report
