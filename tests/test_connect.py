@@ -1,5 +1,7 @@
 """Over Spark Connect (a real Connect server, no py4j in this process): pipelines with a
-rollback, the Glue layer, and the clear refusal of what needs the driver JVM (JDBC).
+rollback, the Glue layer, and the clear refusal of JDBC databases sparkmark has no Python driver
+for (PostgreSQL and MySQL/MariaDB work: tests/test_jdbc_postgres.py, tests/test_sinks_jdbc.py
+and tests/test_jdbc_mariadb.py run over Connect too).
 
 The file-source and file-sink suites run over Connect too (tests/test_files.py and
 tests/test_sinks.py, through the ``any_spark`` fixture)."""
@@ -81,15 +83,32 @@ def test_glue_layer_over_connect(spark, tmp_path, sqlite_url, clock):
     job.commit()
 
 
-def test_jdbc_over_connect_is_one_clear_error_and_changes_nothing(spark, sqlite_url, clock,
-                                                                  tmp_path):
+def test_jdbc_without_a_python_driver_is_one_clear_error_and_changes_nothing(
+        spark, sqlite_url, clock, tmp_path):
+    derby = f"jdbc:derby:{tmp_path}/db;create=true"
     job = Job(spark, state=sqlite_url, clock=clock).init("jdbc-connect", EN)
-    with pytest.raises(SourceError, match="JDBC sources and sinks need a classic Spark session"):
-        job.read.jdbc("jdbc:postgresql://127.0.0.1:1/db", "orders", transformation_ctx="src")
-    with pytest.raises(SinkError, match="classic Spark session"):
-        job.write_jdbc(spark.range(3), "jdbc:postgresql://127.0.0.1:1/db", "t",
-                       transformation_ctx="sink")
+    with pytest.raises(SourceError, match=r"over Spark Connect .*PostgreSQL .*MySQL/MariaDB"
+                                          r".*classic Spark session"):
+        job.read.jdbc(derby, "orders", transformation_ctx="src")
+    with pytest.raises(SinkError, match=r"over Spark Connect .*PostgreSQL .*MySQL/MariaDB"):
+        job.write_jdbc(spark.range(3), derby, "t", transformation_ctx="sink")
+    with pytest.raises(SourceError, match=r"load balancing, replication"):
+        job.read.jdbc("jdbc:mysql:loadbalance://a,b/db", "orders", transformation_ctx="src")
     version = job.store.current_version("jdbc-connect").version
     job.fail("test over")
     assert job.store.list_runs(job_name="jdbc-connect")[-1]["status"] == "FAILED"
     assert job.store.current_version("jdbc-connect").version == version  # no state moved
+    assert not os.path.exists(tmp_path / "db")  # nothing touched the database
+
+
+def test_unreachable_database_over_connect_names_the_python_side(spark, sqlite_url, clock):
+    from sparkmark.devtools.cluster import free_port
+    url = f"jdbc:postgresql://127.0.0.1:{free_port()}/db?user=etl&password=hunter2"
+    job = Job(spark, state=sqlite_url, clock=clock).init("jdbc-down", EN)
+    with pytest.raises(SourceError, match="cannot connect to .*reachable from this Python "
+                                          "process") as e:
+        job.read.jdbc(url, "orders", transformation_ctx="src")
+    assert "hunter2" not in str(e.value)
+    with pytest.raises(SinkError, match="cannot connect to"):
+        job.write_jdbc(spark.range(3), url, "t", transformation_ctx="sink")
+    job.fail("test over")
