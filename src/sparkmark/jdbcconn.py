@@ -648,7 +648,7 @@ class _MySqlLink(_DbApiLink):
         self._conn.autocommit(on)
 
     def message(self, error: BaseException) -> str:
-        args = getattr(error, "args", ())
+        args: tuple = tuple(getattr(error, "args", ()))
         if len(args) >= 2 and isinstance(args[0], int):  # (1146, "Table 'x.y' doesn't exist")
             return str(args[1])[:800]
         return super().message(error)

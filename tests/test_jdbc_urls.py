@@ -1,0 +1,36 @@
+"""How sparkmark reads a JDBC URL for its Python drivers over Spark Connect (pure)."""
+from __future__ import annotations
+
+import pytest
+
+from sparkmark.errors import SourceError
+from sparkmark.jdbcconn import parse_jdbc_url
+
+
+@pytest.mark.parametrize("url, kind, hosts, database, params", [
+    ("jdbc:postgresql://db.internal:5433/hr?user=etl&password=p%26w",
+     "postgresql", (("db.internal", 5433),), "hr", {"user": "etl", "password": "p&w"}),
+    ("jdbc:postgresql://a,b:6000/hr", "postgresql", (("a", 5432), ("b", 6000)), "hr", {}),
+    ("jdbc:postgresql://[::1]:5432/x", "postgresql", (("::1", 5432),), "x", {}),
+    ("jdbc:postgresql:hr", "postgresql", (("localhost", 5432),), "hr", {}),
+    ("jdbc:postgresql://db/", "postgresql", (("db", 5432),), None, {}),
+    ("jdbc:mysql://etl:s%40cret@db/shop?useSSL=true", "mysql", (("db", 3306),), "shop",
+     {"useSSL": "true", "user": "etl", "password": "s@cret"}),
+    ("JDBC:MariaDB://db:3307/shop", "mysql", (("db", 3307),), "shop", {}),
+])
+def test_urls_are_split_into_host_port_database_and_parameters(url, kind, hosts, database,
+                                                               params):
+    u = parse_jdbc_url(url)
+    assert (u.kind, u.hosts, u.database, u.params) == (kind, hosts, database, params)
+
+
+@pytest.mark.parametrize("url, match", [
+    ("jdbc:derby:/tmp/db;create=true", r"PostgreSQL .*MySQL/MariaDB .*classic Spark session"),
+    ("jdbc:sqlserver://db:1433;password=hunter2", r"jdbc:sqlserver://db:1433;password=\*\*\*"),
+    ("jdbc:mysql:loadbalance://a,b/db", "load balancing, replication"),
+    ("jdbc:mysql://db:notaport/x", "cannot read the host"),
+])
+def test_urls_the_python_drivers_cannot_serve_are_one_clear_error(url, match):
+    with pytest.raises(SourceError, match=match) as e:
+        parse_jdbc_url(url)
+    assert "hunter2" not in str(e.value)
