@@ -167,3 +167,34 @@ def test_missing_key_and_no_primary_key_are_errors_before_reading(spark, pg_serv
     assert 'FROM "public"."heap"' not in log.new()  # no data was read
     rows, _, _ = _run(spark, sqlite_url, clock, url, "heap", bookmark_keys=["V"])
     assert rows == [(1,)]
+
+
+def test_a_job_moved_between_classic_and_connect_keeps_its_bookmark(
+        classic_spark, connect_spark, pg_server, sqlite_url, clock, monkeypatch):
+    """Keys read through the JVM's JDBC driver and through pg8000 are the same bookmark: a job
+    that moves to Spark Connect (or back) reads nothing twice and finds nothing new."""
+    name = f"move{os.getpid()}_{next(_counter)}"
+    engine = sa.create_engine(pg_server.create_database(name))
+    url = f"jdbc:postgresql://127.0.0.1:{pg_server.port}/{name}?user=postgres"
+    _sql(engine, "CREATE TABLE ev (at timestamptz, amount numeric(9,2), v int, "
+                 "PRIMARY KEY (at, amount))",
+         "INSERT INTO ev VALUES ('2024-05-01 12:00:00.5+02', 12.50, 1), "
+         "('2024-05-01 09:00:00+00', 3.10, 2)")
+
+    def run(connect: bool):
+        if connect:
+            monkeypatch.setenv("SPARK_CONNECT_MODE_ENABLED", "1")
+        else:
+            monkeypatch.delenv("SPARK_CONNECT_MODE_ENABLED", raising=False)
+        return _run(connect_spark if connect else classic_spark, sqlite_url, clock, url, "ev")
+
+    rows, _, info = run(connect=False)
+    assert sorted(r[2] for r in rows) == [1, 2]
+    rows, _, info = run(connect=True)
+    assert rows == [] and info["new_input"] is False  # the same key, written another way
+    _sql(engine, "INSERT INTO ev VALUES ('2024-05-01 10:00:00.5+00', 12.51, 3)")
+    rows, _, info = run(connect=True)
+    assert [r[2] for r in rows] == [3]
+    rows, _, info = run(connect=False)
+    assert rows == [] and info["new_input"] is False
+    engine.dispose()

@@ -521,8 +521,16 @@ def _text(value: Any) -> str | None:
         return None
     if isinstance(value, Decimal):
         return format(value, "f")
-    if isinstance(value, dt.datetime):
-        return value.isoformat(sep=" ")
+    if isinstance(value, dt.datetime):  # as PostgreSQL prints it: 2024-05-01 10:00:00.5+00
+        text = value.replace(tzinfo=None).isoformat(sep=" ")
+        if "." in text:
+            text = text.rstrip("0").rstrip(".")
+        off = value.utcoffset()
+        if off is not None:
+            minutes = int(off.total_seconds()) // 60
+            sign, minutes = ("-", -minutes) if minutes < 0 else ("+", minutes)
+            text += f"{sign}{minutes // 60:02d}" + (f":{minutes % 60:02d}" if minutes % 60 else "")
+        return text
     if isinstance(value, (bytes, bytearray, memoryview)):
         return bytes(value).decode("utf-8", "replace")
     return str(value)

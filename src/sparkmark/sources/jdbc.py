@@ -304,7 +304,19 @@ def _upper_bound(conn: JdbcConnection, tref: TableRef, qcols: list[str], types: 
             raise SourceError(msg + " Reset the job's bookmark (sparkmark bookmark reset JOB) to "
                               "read the table again, or set option onKeysBehind='warn' to keep "
                               "the bookmark and read only keys after it.")
-    return None if row is None else _decode(row, types, tref)
+    if row is None:
+        return None
+    upper = _decode(row, types, tref)
+    if last is not None and _same_key(types, upper, last):
+        return tuple(last)  # the same key, spelled another way (another driver or time zone)
+    return upper
+
+
+def _same_key(types: list[str], a: tuple, b: tuple) -> bool:
+    try:
+        return all(kr.python_value(t, x) == kr.python_value(t, y) for t, x, y in zip(types, a, b))
+    except ValueError:
+        return False
 
 
 def _decode(row: list[str | None], types: list[str], tref: TableRef) -> tuple:
