@@ -169,6 +169,8 @@ def test_missing_key_and_no_primary_key_are_errors_before_reading(spark, pg_serv
     assert rows == [(1,)]
 
 
+@pytest.mark.skipif("connect" not in os.environ.get("SPARKMARK_TEST_SESSIONS", "connect"),
+                    reason="SPARKMARK_TEST_SESSIONS has no Connect session")
 def test_a_job_moved_between_classic_and_connect_keeps_its_bookmark(
         classic_spark, connect_spark, pg_server, sqlite_url, clock, monkeypatch):
     """Keys read through the JVM's JDBC driver and through pg8000 are the same bookmark: a job
