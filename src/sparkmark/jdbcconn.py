@@ -449,6 +449,8 @@ class _DbApiLink:
                     f"{self.product} over Spark Connect needs the Python package {e.name} "
                     "(sparkmark opens its own connection for the table's keys and bounds, and "
                     "to publish staged rows): pip install 'sparkmark[connect]'") from None
+            except SourceError:
+                raise  # bad settings (sslmode): the same on every host
             except Exception as e:  # noqa: BLE001 - try the next host
                 last = e
         if self._conn is None:
