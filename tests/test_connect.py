@@ -1,7 +1,7 @@
 """Over Spark Connect (a real Connect server, no py4j in this process): pipelines with a
 rollback, the Glue layer, and the clear refusal of JDBC databases sparkmark has no Python driver
 for (PostgreSQL and MySQL/MariaDB work: tests/test_jdbc_postgres.py, tests/test_sinks_jdbc.py
-and tests/test_jdbc_mariadb.py run over Connect too).
+and tests/test_jdbc_mariadb.py run over Connect too; the Glue layer's JDBC path is tested here).
 
 The file-source and file-sink suites run over Connect too (tests/test_files.py and
 tests/test_sinks.py, through the ``any_spark`` fixture)."""
@@ -112,3 +112,38 @@ def test_unreachable_database_over_connect_names_the_python_side(spark, sqlite_u
     with pytest.raises(SinkError, match="cannot connect to"):
         job.write_jdbc(spark.range(3), url, "t", transformation_ctx="sink")
     job.fail("test over")
+
+
+def test_glue_jdbc_source_and_target_over_connect(spark, sqlite_url, clock, pg_target):
+    import sqlalchemy as sa
+
+    from sparkmark.glue.context import GlueContext
+    from sparkmark.glue.job import Job as GlueJob
+    sa_url, jdbc, props = pg_target
+    engine = sa.create_engine(sa_url)
+    with engine.begin() as c:
+        c.execute(sa.text("CREATE TABLE emp (empno int PRIMARY KEY, ename text)"))
+        c.execute(sa.text("INSERT INTO emp VALUES (10, 'ann'), (30, 'bo'), (20, 'cy')"))
+    glue = GlueContext(spark)
+    opts = {"url": jdbc, "dbtable": "emp", **props}
+
+    def run() -> int:
+        job = GlueJob(glue, state=sqlite_url, clock=clock)
+        job.init("glue-pg", EN)
+        f = glue.create_dynamic_frame.from_options("postgresql", opts, transformation_ctx="emp")
+        n = f.count()
+        glue.write_dynamic_frame.from_options(
+            frame=f, connection_type="postgresql",
+            connection_options={**opts, "dbtable": "emp_copy"})
+        job.commit()
+        clock.advance(MIN)
+        return n
+
+    assert run() == 3
+    with engine.begin() as c:
+        c.execute(sa.text("INSERT INTO emp VALUES (40, 'di')"))
+    assert run() == 1                              # the bookmark moved, over Connect
+    with engine.connect() as c:
+        got = c.execute(sa.text("SELECT empno FROM emp_copy ORDER BY empno")).scalars().all()
+    engine.dispose()
+    assert got == [10, 20, 30, 40]
