@@ -1,10 +1,12 @@
 """How sparkmark reads a JDBC URL for its Python drivers over Spark Connect (pure)."""
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 from sparkmark.errors import SourceError
-from sparkmark.jdbcconn import parse_jdbc_url
+from sparkmark.jdbcconn import parse_jdbc_url, python_link
 
 
 @pytest.mark.parametrize("url, kind, hosts, database, params", [
@@ -34,3 +36,19 @@ def test_urls_the_python_drivers_cannot_serve_are_one_clear_error(url, match):
     with pytest.raises(SourceError, match=match) as e:
         parse_jdbc_url(url)
     assert "hunter2" not in str(e.value)
+
+
+@pytest.mark.parametrize("url, package", [("jdbc:postgresql://127.0.0.1:1/x", "pg8000"),
+                                          ("jdbc:mariadb://127.0.0.1:1/x", "pymysql")])
+def test_a_missing_python_driver_names_the_package_and_the_extra(url, package, monkeypatch):
+    for name in [m for m in sys.modules if m == package or m.startswith(package + ".")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, package, None)  # as if it were not installed
+    with pytest.raises(SourceError, match=rf"needs the Python package {package} .*"
+                                          r"pip install 'sparkmark\[connect\]'"):
+        python_link(url, {})
+
+
+def test_an_unknown_sslmode_is_named_before_connecting():
+    with pytest.raises(SourceError, match="sslmode 'sometimes' is not one of"):
+        python_link("jdbc:postgresql://127.0.0.1:1/x?sslmode=sometimes", {})

@@ -446,7 +446,8 @@ class _DbApiLink:
                 break
             except ImportError as e:
                 raise SourceError(
-                    f"{self.product} over Spark Connect needs the Python package {e.name} "
+                    f"{self.product} over Spark Connect needs the Python package "
+                    f"{(e.name or 'its driver').split('.')[0]} "
                     "(sparkmark opens its own connection for the table's keys and bounds, and "
                     "to publish staged rows): pip install 'sparkmark[connect]'") from None
             except SourceError:
