@@ -1,5 +1,7 @@
 """Over Spark Connect (a real Connect server, no py4j in this process): pipelines with a
-rollback, the Glue layer, and the clear refusal of what needs the driver JVM (JDBC).
+rollback, the Glue layer, and the clear refusal of JDBC databases sparkmark has no Python driver
+for (PostgreSQL and MySQL/MariaDB work: tests/test_jdbc_postgres.py, tests/test_sinks_jdbc.py
+and tests/test_jdbc_mariadb.py run over Connect too; the Glue layer's JDBC path is tested here).
 
 The file-source and file-sink suites run over Connect too (tests/test_files.py and
 tests/test_sinks.py, through the ``any_spark`` fixture)."""
@@ -81,15 +83,67 @@ def test_glue_layer_over_connect(spark, tmp_path, sqlite_url, clock):
     job.commit()
 
 
-def test_jdbc_over_connect_is_one_clear_error_and_changes_nothing(spark, sqlite_url, clock,
-                                                                  tmp_path):
+def test_jdbc_without_a_python_driver_is_one_clear_error_and_changes_nothing(
+        spark, sqlite_url, clock, tmp_path):
+    derby = f"jdbc:derby:{tmp_path}/db;create=true"
     job = Job(spark, state=sqlite_url, clock=clock).init("jdbc-connect", EN)
-    with pytest.raises(SourceError, match="JDBC sources and sinks need a classic Spark session"):
-        job.read.jdbc("jdbc:postgresql://127.0.0.1:1/db", "orders", transformation_ctx="src")
-    with pytest.raises(SinkError, match="classic Spark session"):
-        job.write_jdbc(spark.range(3), "jdbc:postgresql://127.0.0.1:1/db", "t",
-                       transformation_ctx="sink")
+    with pytest.raises(SourceError, match=r"over Spark Connect .*PostgreSQL .*MySQL/MariaDB"
+                                          r".*classic Spark session"):
+        job.read.jdbc(derby, "orders", transformation_ctx="src")
+    with pytest.raises(SinkError, match=r"over Spark Connect .*PostgreSQL .*MySQL/MariaDB"):
+        job.write_jdbc(spark.range(3), derby, "t", transformation_ctx="sink")
+    with pytest.raises(SourceError, match=r"load balancing, replication"):
+        job.read.jdbc("jdbc:mysql:loadbalance://a,b/db", "orders", transformation_ctx="src")
     version = job.store.current_version("jdbc-connect").version
     job.fail("test over")
     assert job.store.list_runs(job_name="jdbc-connect")[-1]["status"] == "FAILED"
     assert job.store.current_version("jdbc-connect").version == version  # no state moved
+    assert not os.path.exists(tmp_path / "db")  # nothing touched the database
+
+
+def test_unreachable_database_over_connect_names_the_python_side(spark, sqlite_url, clock):
+    from sparkmark.devtools.cluster import free_port
+    url = f"jdbc:postgresql://127.0.0.1:{free_port()}/db?user=etl&password=hunter2"
+    job = Job(spark, state=sqlite_url, clock=clock).init("jdbc-down", EN)
+    with pytest.raises(SourceError, match="cannot connect to .*reachable from this Python "
+                                          "process") as e:
+        job.read.jdbc(url, "orders", transformation_ctx="src")
+    assert "hunter2" not in str(e.value)
+    with pytest.raises(SinkError, match="cannot connect to"):
+        job.write_jdbc(spark.range(3), url, "t", transformation_ctx="sink")
+    job.fail("test over")
+
+
+def test_glue_jdbc_source_and_target_over_connect(spark, sqlite_url, clock, pg_target):
+    import sqlalchemy as sa
+
+    from sparkmark.glue.context import GlueContext
+    from sparkmark.glue.job import Job as GlueJob
+    sa_url, jdbc, props = pg_target
+    engine = sa.create_engine(sa_url)
+    with engine.begin() as c:
+        c.execute(sa.text("CREATE TABLE emp (empno int PRIMARY KEY, ename text)"))
+        c.execute(sa.text("INSERT INTO emp VALUES (10, 'ann'), (30, 'bo'), (20, 'cy')"))
+    glue = GlueContext(spark)
+    opts = {"url": jdbc, "dbtable": "emp", **props}
+
+    def run() -> int:
+        job = GlueJob(glue, state=sqlite_url, clock=clock)
+        job.init("glue-pg", EN)
+        f = glue.create_dynamic_frame.from_options("postgresql", opts, transformation_ctx="emp")
+        n = f.count()
+        glue.write_dynamic_frame.from_options(
+            frame=f, connection_type="postgresql",
+            connection_options={**opts, "dbtable": "emp_copy"})
+        job.commit()
+        clock.advance(MIN)
+        return n
+
+    assert run() == 3
+    with engine.begin() as c:
+        c.execute(sa.text("INSERT INTO emp VALUES (40, 'di')"))
+    assert run() == 1                              # the bookmark moved, over Connect
+    with engine.connect() as c:
+        got = c.execute(sa.text("SELECT empno FROM emp_copy ORDER BY empno")).scalars().all()
+    engine.dispose()
+    assert got == [10, 20, 30, 40]

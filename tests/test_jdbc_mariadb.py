@@ -1,6 +1,9 @@
 """JDBC sources and targets on a real MariaDB server (Debian's mariadb-server, started by the
 test in a temporary folder, no service), with MariaDB's own driver (libmariadb-java), through
-both ``jdbc:mariadb:`` and ``jdbc:mysql:`` URLs.  The JDBC matrix: Derby, PostgreSQL, MariaDB."""
+both ``jdbc:mariadb:`` and ``jdbc:mysql:`` URLs.  The JDBC matrix: Derby, PostgreSQL, MariaDB.
+
+Runs on a classic session and over Spark Connect (``any_spark``; there sparkmark's own
+connection is PyMySQL in this process)."""
 from __future__ import annotations
 
 import itertools
@@ -13,6 +16,12 @@ from sparkmark.options import ENABLE
 
 EN = {"job_bookmark_option": ENABLE}
 _counter = itertools.count()
+
+
+@pytest.fixture(scope="module")
+def spark(any_spark):
+    """The classic session, then a Spark Connect session."""
+    return any_spark
 
 
 @pytest.fixture(scope="session")
@@ -58,3 +67,22 @@ def test_bookmarked_read_primary_key_default_and_write(spark, db, state_url, clo
     runs = job.store.list_runs(job_name="emp")
     assert [r["status"] for r in runs] == ["SUCCEEDED", "SUCCEEDED"]
     assert "password=sm" not in str(runs)
+
+    # a run that fails after staging its rows: nothing reaches the target, the bookmark stays
+    server.sql("INSERT INTO emp VALUES (4, 'd')", name)
+    clock.advance(60_000)
+    with pytest.raises(ValueError):
+        with Job(spark, state=state_url, clock=clock).run("emp", EN) as bad:
+            df = bad.read.jdbc(url, "emp", transformation_ctx="emp", properties=props)
+            bad.write_jdbc(df, url, "emp_copy", properties=props)
+            raise ValueError("after the write")
+    assert server.sql("SELECT COUNT(*) FROM emp_copy", name).split() == ["3"]
+    assert server.sql("SELECT COUNT(*) FROM emp_copy__sm_stage", name).split() == ["0"]
+    clock.advance(60_000)
+    job = Job(spark, state=state_url, clock=clock).init("emp", EN)
+    df = job.read.jdbc(url, "emp", transformation_ctx="emp", properties=props)
+    assert [r.empno for r in df.collect()] == [4]
+    job.write_jdbc(df, url, "emp_copy", properties=props)
+    job.commit()
+    assert server.sql("SELECT COUNT(*), COUNT(DISTINCT empno) FROM emp_copy", name).split() == [
+        "4", "4"]

@@ -1,6 +1,10 @@
 """JDBC source bookmarks on a real PostgreSQL server (the ``pg_server`` fixture, which logs every
 statement): the range is pushed down as a WHERE clause (seen in the server's own log), compound
-and quoted keys, timestamptz keys, schema-qualified tables, date partitions."""
+and quoted keys, timestamptz keys, schema-qualified tables, date partitions.
+
+Every test runs twice (``any_spark``): on a classic session, where sparkmark reads keys and bounds
+through the JDBC driver in the driver JVM, and over Spark Connect, where it reads them with a
+Python driver (pg8000) and Spark's JDBC source runs on the Connect server."""
 from __future__ import annotations
 
 import itertools
@@ -19,13 +23,16 @@ _counter = itertools.count()
 PG_JAR = "/usr/share/java/postgresql.jar"
 
 
+@pytest.fixture(scope="module")
+def spark(any_spark):
+    """The classic session, then a Spark Connect session."""
+    return any_spark
+
+
 @pytest.fixture
 def pg_jdbc(spark, pg_server):
     """(SQLAlchemy engine, JDBC URL) of a fresh database; needs the PostgreSQL JDBC driver."""
-    loader = spark._jvm.java.lang.Thread.currentThread().getContextClassLoader()
-    try:
-        spark._jvm.java.lang.Class.forName("org.postgresql.Driver", True, loader)
-    except Exception:
+    if PG_JAR not in (spark.conf.get("spark.jars", "") or ""):
         msg = (f"PostgreSQL JDBC driver not on Spark's classpath ({PG_JAR}): install the Debian "
                "package libpostgresql-jdbc-java")
         if os.environ.get("CI"):
@@ -65,6 +72,12 @@ def _run(spark, state, clock, url, table, **kw):
     return rows, df, info["sources"]["src"]
 
 
+def partitions(df) -> int:
+    """How many partitions ``df`` has (``df.rdd`` does not exist over Spark Connect)."""
+    from pyspark.sql import functions as F
+    return df.select(F.spark_partition_id().alias("p")).distinct().count()
+
+
 def _sql(engine, *stmts, rows=None):
     with engine.begin() as c:
         for s in stmts:
@@ -100,14 +113,14 @@ def test_compound_quoted_keys_and_schema_qualified_table(spark, pg_jdbc, sqlite_
          'CREATE TABLE "Sales"."Order Lines" ("Tenant" text, seq int, v int, '
          'PRIMARY KEY ("Tenant", seq))')
     ins = 'INSERT INTO "Sales"."Order Lines" VALUES (:t, :s, :v)'
-    data = [("a'b", 1, 1), ("a'b", 2, 2), ("b?{x}", 1, 3)]
+    data = [("a'b", 1, 1), ("a'b", 2, 2), ("b?{x}%s%%", 1, 3)]
     _sql(engine, ins, rows=[dict(t=t, s=s, v=v) for t, s, v in data])
     rows, _, _ = _run(spark, sqlite_url, clock, url, "Sales.Order Lines")
     assert sorted(r[2] for r in rows) == [1, 2, 3]
     el = Bookmarks(sqlite_url).get("pg_job")["JobBookmark"]["src"]
     assert el["table"] == "Sales.Order Lines" and el["keys"] == ["Tenant", "seq"]
-    assert el["last"] == ["b?{x}", 1]
-    more = [("b?{x}", 2, 4), ("c'--", 0, 5), ("a'b", 3, 6)]  # the last one is behind: skipped
+    assert el["last"] == ["b?{x}%s%%", 1]
+    more = [("b?{x}%s%%", 2, 4), ("c'--", 0, 5), ("a'b", 3, 6)]  # the last one is behind: skipped
     _sql(engine, ins, rows=[dict(t=t, s=s, v=v) for t, s, v in more])
     rows, _, _ = _run(spark, sqlite_url, clock, url, "sales.order lines")  # case-insensitive
     assert sorted(r[2] for r in rows) == [4, 5]
@@ -135,7 +148,7 @@ def test_date_key_partitions_seen_by_the_server(spark, pg_server, pg_jdbc, sqlit
     log = Log(pg_server)
     rows, df, info = _run(spark, sqlite_url, clock, url, "daily", options={"numPartitions": 4})
     assert sorted(r[1] for r in rows) == list(range(100))
-    assert df.rdd.getNumPartitions() == 4 and info["partitions"] == 4
+    assert partitions(df) == 4 and info["partitions"] == 4
     assert info["partition_bounds"] == ["2024-01-26", "2024-02-20", "2024-03-16"]
     text = log.new()
     for b in info["partition_bounds"]:
@@ -154,3 +167,36 @@ def test_missing_key_and_no_primary_key_are_errors_before_reading(spark, pg_serv
     assert 'FROM "public"."heap"' not in log.new()  # no data was read
     rows, _, _ = _run(spark, sqlite_url, clock, url, "heap", bookmark_keys=["V"])
     assert rows == [(1,)]
+
+
+@pytest.mark.skipif("connect" not in os.environ.get("SPARKMARK_TEST_SESSIONS", "connect"),
+                    reason="SPARKMARK_TEST_SESSIONS has no Connect session")
+def test_a_job_moved_between_classic_and_connect_keeps_its_bookmark(
+        classic_spark, connect_spark, pg_server, sqlite_url, clock, monkeypatch):
+    """Keys read through the JVM's JDBC driver and through pg8000 are the same bookmark: a job
+    that moves to Spark Connect (or back) reads nothing twice and finds nothing new."""
+    name = f"move{os.getpid()}_{next(_counter)}"
+    engine = sa.create_engine(pg_server.create_database(name))
+    url = f"jdbc:postgresql://127.0.0.1:{pg_server.port}/{name}?user=postgres"
+    _sql(engine, "CREATE TABLE ev (at timestamptz, amount numeric(9,2), v int, "
+                 "PRIMARY KEY (at, amount))",
+         "INSERT INTO ev VALUES ('2024-05-01 12:00:00.5+02', 12.50, 1), "
+         "('2024-05-01 09:00:00+00', 3.10, 2)")
+
+    def run(connect: bool):
+        if connect:
+            monkeypatch.setenv("SPARK_CONNECT_MODE_ENABLED", "1")
+        else:
+            monkeypatch.delenv("SPARK_CONNECT_MODE_ENABLED", raising=False)
+        return _run(connect_spark if connect else classic_spark, sqlite_url, clock, url, "ev")
+
+    rows, _, info = run(connect=False)
+    assert sorted(r[2] for r in rows) == [1, 2]
+    rows, _, info = run(connect=True)
+    assert rows == [] and info["new_input"] is False  # the same key, written another way
+    _sql(engine, "INSERT INTO ev VALUES ('2024-05-01 10:00:00.5+00', 12.51, 3)")
+    rows, _, info = run(connect=True)
+    assert [r[2] for r in rows] == [3]
+    rows, _, info = run(connect=False)
+    assert rows == [] and info["new_input"] is False
+    engine.dispose()

@@ -1,4 +1,8 @@
-"""Exactly-once JDBC targets on a real PostgreSQL server and on Derby."""
+"""Exactly-once JDBC targets on a real PostgreSQL server and on Derby.
+
+The PostgreSQL tests run twice (``any_spark``): on a classic session (sparkmark's own statements
+through the JDBC driver in the driver JVM) and over Spark Connect (through pg8000 in this
+process; the staging table is still written by Spark's JDBC writer on the Connect server)."""
 from __future__ import annotations
 
 import json
@@ -11,6 +15,14 @@ from sparkmark.errors import SinkError
 from sparkmark.options import ENABLE
 
 EN = {"job_bookmark_option": ENABLE}
+
+
+@pytest.fixture(scope="module")
+def spark(any_spark):
+    """The classic session, then a Spark Connect session."""
+    return any_spark
+
+
 def rows(url, sql):
     engine = sa.create_engine(url)
     with engine.connect() as c:
@@ -70,7 +82,10 @@ def test_pg_incompatible_target_is_a_clear_error(spark, sqlite_url, clock, pg_ta
     assert rows(sa_url, "SELECT count(*) FROM narrow")[0][0] == 0
 
 
-def test_derby_target(spark, sqlite_url, clock, tmp_path):
+def test_derby_target(classic_spark, sqlite_url, clock, tmp_path, monkeypatch):
+    spark = classic_spark  # embedded Derby lives in the driver JVM: classic sessions only
+    # may run while the module's Connect session is up: build classic columns
+    monkeypatch.delenv("SPARK_CONNECT_MODE_ENABLED", raising=False)
     jdbc = f"jdbc:derby:{tmp_path}/derbydb;create=true"
     job = Job(spark, state=sqlite_url, clock=clock).init("d", EN)
     job.write_jdbc(spark.range(3), jdbc, "OUT1")

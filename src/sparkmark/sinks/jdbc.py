@@ -67,7 +67,8 @@ def stage_name(table: str) -> str:
 
 
 class JdbcTarget:
-    """A JDBC connection (through the driver JVM) for the sink's own statements.
+    """A connection for the sink's own statements (:class:`~sparkmark.jdbcconn.JdbcConnection`:
+    the driver JVM's JDBC driver, or a Python driver over Spark Connect).
 
     Example::
 

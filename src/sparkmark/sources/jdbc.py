@@ -1,8 +1,9 @@
 """``job.read.jdbc``: a database table read through Spark's JDBC source, with bookmarks (SPEC §4).
 
-At run start the source opens one JDBC connection from the driver JVM (the same driver jar Spark
-uses), resolves the table and its key columns from ``java.sql.DatabaseMetaData`` (the primary
-key when no ``bookmark_keys`` are given), reads the upper bound of the compound key once, and then
+At run start the source opens one connection (:class:`sparkmark.jdbcconn.JdbcConnection`: the
+driver JVM's JDBC driver on classic sessions, a Python driver over Spark Connect), resolves the
+table and its key columns from the database's metadata (the primary key when no
+``bookmark_keys`` are given), reads the upper bound of the compound key once, and then
 lets Spark read ``last < key <= upper`` — the range is a WHERE clause inside the ``dbtable``
 subquery, so the database filters the rows (visible in the query plan and in the database's own
 statement log).  A large range is split into partitions on the first key when it is an integer,
@@ -205,7 +206,7 @@ def _split_options(rest: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]
     return own, spark_opts
 
 
-# ------------------------------------------------------------------------------ JVM side
+# ------------------------------------------------------------------------------ keys
 def key_type(jdbc_type: int, type_name: str) -> str | None:
     """The bookmark key type of a column, ``None`` when it cannot be a key."""
     if jdbc_type in _INT_TYPES:
@@ -303,7 +304,19 @@ def _upper_bound(conn: JdbcConnection, tref: TableRef, qcols: list[str], types: 
             raise SourceError(msg + " Reset the job's bookmark (sparkmark bookmark reset JOB) to "
                               "read the table again, or set option onKeysBehind='warn' to keep "
                               "the bookmark and read only keys after it.")
-    return None if row is None else _decode(row, types, tref)
+    if row is None:
+        return None
+    upper = _decode(row, types, tref)
+    if last is not None and _same_key(types, upper, last):
+        return tuple(last)  # the same key, spelled another way (another driver or time zone)
+    return upper
+
+
+def _same_key(types: list[str], a: tuple, b: tuple) -> bool:
+    try:
+        return all(kr.python_value(t, x) == kr.python_value(t, y) for t, x, y in zip(types, a, b))
+    except ValueError:
+        return False
 
 
 def _decode(row: list[str | None], types: list[str], tref: TableRef) -> tuple:
