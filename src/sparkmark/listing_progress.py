@@ -77,10 +77,10 @@ def watch_listing(callback: Callable[[ListingProgress], None], *,
         _WATCHER.reset(token)
 
 
-Level = Callable[[Sequence[str]], Iterable[tuple[str, Any]]]
+Lister = Callable[[Sequence[str]], Iterable[Any]]
 
 
-def counting(lister: Level, root: str) -> Level:
+def counting(lister: Lister, root: str) -> Lister:
     """``lister`` (a level lister for :func:`sparkmark.planning.listing.walk`) reporting to the
     current watcher as it goes; ``lister`` itself when no one watches.
 
@@ -108,12 +108,16 @@ def counting(lister: Level, root: str) -> Level:
         except Exception:  # noqa: BLE001 - a display must never break the listing
             pass
 
-    def level(dirs: Sequence[str]) -> Iterator[tuple[str, Any]]:
-        for d, entries in lister(dirs):
+    def level(dirs: Sequence[str]) -> Iterator[Any]:
+        for listed in lister(dirs):
             counts["dirs"] += 1
-            counts["files"] += sum(1 for e in entries if not getattr(e, "is_dir", False))
+            files = getattr(listed, "files", None)  # a Level (dir, files, subdirs) ...
+            if files is not None:
+                counts["files"] += len(files)
+            else:  # ... or a (dir, entries) pair
+                counts["files"] += sum(1 for e in listed[1] if not getattr(e, "is_dir", False))
             report()
-            yield d, entries
+            yield listed
 
     def finish() -> None:
         report(done=True)
@@ -122,7 +126,7 @@ def counting(lister: Level, root: str) -> Level:
     return level
 
 
-def finish(lister: Level) -> None:
+def finish(lister: Lister) -> None:
     """Tell the watcher (if any) that the listing done by ``lister`` ended.
     Example: ``finish(lister)``"""
     end = getattr(lister, "finish", None)
