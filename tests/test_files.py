@@ -350,7 +350,9 @@ def test_jvm_listing_equals_the_local_fast_path(spark, tmp_path):
         fast = list_inputs(spark, [src], opts, fast_local=True)
         jvm = list_inputs(spark, [src], opts, fast_local=False)
         assert sorted(fast.entries) == sorted(jvm.entries)
-        assert fast.base_of == jvm.base_of
+        assert ({e.path: fast.base(e.path) for e in fast.entries}
+                == {e.path: jvm.base(e.path) for e in jvm.entries})
+        assert {fast.base(e.path) for e in fast.entries} == {fast.dir_roots[0]}
         got = sorted(e.path.split("/in/", 1)[1] for e in jvm.entries)
         assert got == (["a.json", "k=1/b.json", "sub/d.json", "with space.json"] if recurse
                        else ["a.json", "k=1/b.json", "with space.json"])

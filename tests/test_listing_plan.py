@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sparkmark.errors import ConfigError
-from sparkmark.planning.listing import (DirEntry, FullInterval, ListingState,
+from sparkmark.planning.listing import (DirEntry, FileEntry, FullInterval, Level, ListingState,
                                         choose_listing, dir_hash, parse_interval, roots_hash,
                                         threshold_of, walk)
 
@@ -57,16 +57,16 @@ class MemFS:
         for d in dirs:
             self.tick(3)  # listing takes time
             self.listed.append(d)
-            out = []
+            files, subdirs = [], []
             for name, v in self.dirs[d]["e"].items():
                 p = f"{d}/{name}"
                 if v == "dir":
                     dd = self.dirs[p]
                     changed = max(dd["m"], dd["c"]) if self.ctime else dd["m"]
-                    out.append(DirEntry(p, True, dd["m"], 0, changed))
+                    subdirs.append(DirEntry(p, True, dd["m"], 0, changed))
                 else:
-                    out.append(DirEntry(p, False, v[1], 1))
-            yield d, out
+                    files.append(FileEntry(v[1], p, 1))
+            yield Level(d, files, subdirs)
 
     def files(self) -> set[tuple[str, int]]:
         out = set()

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
 from ..errors import ConfigError
-from .listing import FullInterval, parse_interval
+from .listing import FileEntry, FullInterval, parse_interval
 
 DEFAULT_MAX_BAND_MS = 900_000
 STATE_KIND = "files"
@@ -46,15 +46,6 @@ BOOKMARK_OPTION_NAMES = ("maxBand", "maxFilesInBand", "boundedFiles", "boundedSi
 
 
 # ---------------------------------------------------------------------- data
-@dataclass(frozen=True, order=True)
-class FileEntry:
-    """One listed file: its fully qualified path, modification time (epoch ms) and size."""
-
-    mtime: int
-    path: str
-    size: int = 0
-
-
 @dataclass(frozen=True)
 class BandOptions:
     max_band: int = DEFAULT_MAX_BAND_MS

@@ -51,9 +51,24 @@ _UNIT_MS = {"ms": 1, "s": 1_000, "m": 60_000, "h": 3_600_000, "d": 86_400_000,
             "w": 7 * 86_400_000}
 
 
+class FileEntry(NamedTuple):
+    """One listed file: its fully qualified path, modification time (epoch ms) and size.
+
+    A tuple ordered by ``(mtime, path, size)`` (oldest first); cheap to create, because a
+    listing makes one per file (also importable from :mod:`sparkmark.planning.bands`).
+
+    >>> sorted([FileEntry(7, "file:/in/b"), FileEntry(5, "file:/in/a", 3)])[0].path
+    'file:/in/a'
+    """
+
+    mtime: int
+    path: str
+    size: int = 0
+
+
 class DirEntry(NamedTuple):
-    """One entry of a directory listing: ``changed`` is a directory's change time (its mtime,
-    or the later of mtime and ctime where the file system has a ctime); ``name`` the last path
+    """A subdirectory in a directory listing: ``changed`` is its change time (its mtime, or
+    the later of mtime and ctime where the file system has a ctime); ``name`` the last path
     component (derived from ``path`` when empty).
 
     >>> DirEntry("file:/in/dt=1", True, 5, 0, 9).changed
@@ -66,6 +81,20 @@ class DirEntry(NamedTuple):
     size: int = 0
     changed: int | None = None
     name: str = ""
+
+
+class Level(NamedTuple):
+    """What a level lister returns for one directory: its visible files (Spark's hidden-file
+    rule already applied, see :func:`hidden`) and its subdirectories (all of them; the walk
+    decides which to enter).
+
+    >>> Level("file:/in", [FileEntry(5, "file:/in/a.json")], []).files[0].mtime
+    5
+    """
+
+    dir: str
+    files: list[FileEntry]
+    dirs: list[DirEntry]
 
 
 @dataclass(frozen=True)
@@ -208,9 +237,14 @@ def hidden(name: str) -> bool:
 
 @dataclass
 class WalkResult:
-    files: list[DirEntry]
+    """The files a walk found, the directories it listed (``dirs_listed``), the directories
+    that hold files (``file_dirs``: ``(dir, one file path)``, for the partition-layout check
+    without a pass over every file) and the next state."""
+
+    files: list[FileEntry]
     dirs_listed: int
     state: ListingState
+    file_dirs: list[tuple[str, str]] = field(default_factory=list)
 
 
 def margin_for(roots: Sequence[str]) -> int:
@@ -226,15 +260,16 @@ def threshold_of(previous: ListingState, margin_ms: int) -> int:
     return base - margin_ms
 
 
-def walk(roots: Sequence[str], list_level: Callable[[list[str]], Iterable[tuple[str,
-         Sequence[DirEntry]]]], *, recurse: bool, previous: ListingState | None,
+def walk(roots: Sequence[str], list_level: Callable[[list[str]], Iterable[Level]], *,
+         recurse: bool, previous: ListingState | None,
          mode: str, listing_ts: int, started_ms: int | None = None, margin_ms: int = 0,
          took_ms: Callable[[], int] | None = None, roots_key: Sequence[str] | None = None
          ) -> WalkResult:
     """List the directory trees under ``roots`` level by level.
 
-    ``list_level(dirs)`` returns ``(dir, entries)`` for each directory (one call per depth, so a
-    Hadoop file system can list a whole level in one request).  In ``incremental`` mode a
+    ``list_level(dirs)`` returns a :class:`Level` for each directory (one call per depth, so a
+    Hadoop file system can list a whole level in one request); its files are taken as they are
+    (one ``list.extend`` per directory, no per-file work here).  In ``incremental`` mode a
     directory is listed only when it is a root, holds directories (``previous.inner``), or its
     change time is after :func:`threshold_of` the previous state.  ``started_ms`` (the driver's
     clock when the listing starts) and ``took_ms`` (its duration, a callable) are kept for the
@@ -244,24 +279,23 @@ def walk(roots: Sequence[str], list_level: Callable[[list[str]], Iterable[tuple[
     threshold = (threshold_of(previous, margin_ms) if incremental and previous is not None
                  else None)
     inner_prev = previous.inner if incremental and previous else frozenset()
-    files: list[DirEntry] = []
+    files: list[FileEntry] = []
+    file_dirs: list[tuple[str, str]] = []
     inner: set[str] = set()
     w = previous.w if incremental and previous else None
     listed = 0
     level = list(roots)
     while level:
         nxt: list[str] = []
-        for d, entries in list_level(level):
+        for d, found, subdirs in list_level(level):
             listed += 1
+            if found:
+                files.extend(found)
+                file_dirs.append((d.rstrip("/"), found[0].path))
             has_dirs = False
-            for e in entries:
+            for e in subdirs:
                 name = e.name or e.path.rstrip("/").rsplit("/", 1)[-1]
-                if hidden(name):
-                    continue
-                if not e.is_dir:
-                    files.append(e)
-                    continue
-                if not enter(name, recurse):
+                if hidden(name) or not enter(name, recurse):
                     continue
                 has_dirs = True
                 changed = e.changed if e.changed is not None else e.mtime
@@ -281,4 +315,4 @@ def walk(roots: Sequence[str], list_level: Callable[[list[str]], Iterable[tuple[
                          full_ts=full_ts, runs=runs,
                          roots=roots_hash(roots if roots_key is None else roots_key),
                          inner=frozenset(inner))
-    return WalkResult(files=files, dirs_listed=listed, state=state)
+    return WalkResult(files=files, dirs_listed=listed, state=state, file_dirs=file_dirs)
