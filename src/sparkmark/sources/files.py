@@ -24,6 +24,7 @@ given schema the action that consumes the DataFrame fails, e.g. ``job.write`` ra
 from __future__ import annotations
 
 import functools
+import gc
 import json
 import os
 import logging
@@ -155,6 +156,27 @@ class Listing:
         return None
 
 
+class gc_paused:
+    """Pause Python's cyclic garbage collector while a listing is built and planned.
+
+    A listing is hundreds of thousands of new tuples that live on; every 700 allocations the
+    collector would traverse them again (and now and then the whole heap, PySpark's included),
+    which cost more than building them (~60 ms of 90 ms per 100,000 files).  They hold no
+    reference cycles, so nothing is lost by collecting after.  Nested uses are fine.
+
+    Example: ``with gc_paused(): listing = list_inputs(spark, ["data/in"], BandOptions())``
+    """
+
+    def __enter__(self) -> "gc_paused":
+        self.was_enabled = gc.isenabled()
+        gc.disable()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.was_enabled:
+            gc.enable()
+
+
 def _elapsed_ms(t0: float) -> int:
     return int((time.monotonic() - t0) * 1000) + 1
 
@@ -204,11 +226,12 @@ def list_inputs(spark: "SparkSession", paths: Sequence[str], opts: BandOptions, 
             else:
                 lister = hadoop_level(fs.list_level, path)
             t0 = time.monotonic()
-            res = walk([path], lister, recurse=opts.recurse, previous=previous, mode=mode,
-                       listing_ts=listing_ts, started_ms=int(time.time() * 1000),
-                       margin_ms=margin,
-                       took_ms=functools.partial(_elapsed_ms, t0),
-                       roots_key=roots)
+            with gc_paused():
+                res = walk([path], lister, recurse=opts.recurse, previous=previous, mode=mode,
+                           listing_ts=listing_ts, started_ms=int(time.time() * 1000),
+                           margin_ms=margin,
+                           took_ms=functools.partial(_elapsed_ms, t0),
+                           roots_key=roots)
             states.append(res.state)
             out.dirs_listed += res.dirs_listed
             root = path.rstrip("/")
@@ -442,29 +465,30 @@ def read_files(run: RunContext, path: str | Sequence[str], *, format: str = "jso
                                    has_sketch=sketch is not None)
         return mode, prev
 
-    listing = list_inputs(run.spark, paths, band_opts, decide=decide,
-                          listing_ts=int(bookmark.listing_ts or 0))
-    check_partition_layout(listing)
-    info: dict[str, Any] = {"format": fmt, "path": paths if len(paths) > 1 else paths[0],
-                            "read": str(bookmark.mode)}
-    plan = None
-    late: LatePlan | None = None
-    selected: list[FileEntry]
-    if bookmark.mode is ReadMode.ALL:
-        selected = list(plan_all(listing.entries))
-    elif bookmark.mode is ReadMode.REPLAY:
-        selected = list(plan_replay(listing.entries, previous,
-                                    BandState.from_element(bookmark.upper)))
-    else:
-        assert bookmark.listing_ts is not None  # set for every incremental bookmark
-        plan = plan_band(listing.entries, previous, bookmark.listing_ts, band_opts)
-        selected = list(plan.selected)
-        info.update(plan.info())
-        late = plan_late(listing.entries, previous.low if previous else None, sketch,
-                         previous.files if previous else {}, plan.selected,
-                         -1 if plan.state.low is None else plan.state.low,  # None: nothing read
-                         full=listing.mode == "full")
-        selected = _apply_late(band_opts.late_files, late, selected, info, paths)
+    with gc_paused():  # list and plan: a million small tuples, no garbage cycles
+        listing = list_inputs(run.spark, paths, band_opts, decide=decide,
+                              listing_ts=int(bookmark.listing_ts or 0))
+        check_partition_layout(listing)
+        info: dict[str, Any] = {"format": fmt, "path": paths if len(paths) > 1 else paths[0],
+                                "read": str(bookmark.mode)}
+        plan = None
+        late: LatePlan | None = None
+        selected: list[FileEntry]
+        if bookmark.mode is ReadMode.ALL:
+            selected = list(plan_all(listing.entries))
+        elif bookmark.mode is ReadMode.REPLAY:
+            selected = list(plan_replay(listing.entries, previous,
+                                        BandState.from_element(bookmark.upper)))
+        else:
+            assert bookmark.listing_ts is not None  # set for every incremental bookmark
+            plan = plan_band(listing.entries, previous, bookmark.listing_ts, band_opts)
+            selected = list(plan.selected)
+            info.update(plan.info())
+            late = plan_late(listing.entries, previous.low if previous else None, sketch,
+                             previous.files if previous else {}, plan.selected,
+                             -1 if plan.state.low is None else plan.state.low,  # None: nothing read
+                             full=listing.mode == "full")
+            selected = _apply_late(band_opts.late_files, late, selected, info, paths)
     df = load(run.spark, fmt, selected, listing, opts, schema, _stored_schema(previous))
     info["files"] = len(selected)
     info["bytes"] = sum(f.size for f in selected)
