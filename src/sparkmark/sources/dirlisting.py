@@ -24,6 +24,7 @@ from ..planning.listing import DirEntry, FileEntry, Level, enter, hidden
 
 _MS = 1_000_000
 _new_entry = functools.partial(tuple.__new__, FileEntry)  # FileEntry from an (m, path, size)
+_CHUNK = 4096
 
 
 def local_level(dirs: Sequence[str], recurse: bool = True) -> Iterator[Level]:
@@ -41,6 +42,7 @@ def local_level(dirs: Sequence[str], recurse: bool = True) -> Iterator[Level]:
         except OSError as e:
             raise SourceError(f"cannot list directory {local}: {e.strerror}; check its "
                               "permissions") from None
+        files: list[FileEntry] = []
         names: list[str] = []
         times: list[int] = []
         sizes: list[int] = []
@@ -65,9 +67,20 @@ def local_level(dirs: Sequence[str], recurse: bool = True) -> Iterator[Level]:
                 names.append(name)
                 times.append(st.st_mtime_ns)
                 sizes.append(st.st_size)
-        files = list(map(_new_entry, zip(map(floordiv, times, repeat(_MS)),
-                                         map(base.__add__, names), sizes)))
+                if len(names) >= _CHUNK:  # bound the side lists: a flat 1M-file directory
+                    _flush(files, base, names, times, sizes)
+        _flush(files, base, names, times, sizes)
         yield Level(d, files, subdirs)
+
+
+def _flush(files: list[FileEntry], base: str, names: list[str], times: list[int],
+           sizes: list[int]) -> None:
+    """Append the FileEntry tuples of the collected names/times/sizes, then clear them."""
+    files.extend(map(_new_entry, zip(map(floordiv, times, repeat(_MS)),
+                                     map(base.__add__, names), sizes)))
+    names.clear()
+    times.clear()
+    sizes.clear()
 
 
 def hadoop_level(list_status: Callable[[list[str]], list[tuple[str, bool, int, int]]],
