@@ -6,6 +6,8 @@ in one Spark session:
   (a) sparkmark: one incremental run — init, list + plan + read the new files, count, commit;
   (b) the lower bound: list the directory (os.scandir) and read only the new files by path with
       plain Spark, then count;
+  (b2) the same with the paths handed to the JVM in one py4j call (``compat.load_paths``, as
+      sparkmark does; plain ``spark.read.json(list)`` makes one py4j call per path);
   (c) Spark Structured Streaming's file source with Trigger.AvailableNow (noop sink), its
       checkpoint already holding the old files;
   (d) a full re-read of the directory, then count.
@@ -13,7 +15,11 @@ in one Spark session:
 Then R more sparkmark runs (default 100), each a simulated 20 minutes after the previous one
 with a few new files, and the size of the state (the bookmark entry as JSON) next to the size
 of (c)'s checkpoint directory.  Every approach gets the same explicit schema (the file stream
-requires one).  Prints a table and writes benchmarks/results/files.json.
+requires one).  (a), (b) and (b2) run interleaved, best of ``--repeat`` each.  The old files
+have distinct mtimes over the past day (so the state after the first run holds one band, as in
+a steady state; with identical mtimes the first run's band would hold all N files and the
+measured run would settle them all at once).  Prints a table and writes
+benchmarks/results/files.json with the load average and the versions.
 
     .venv/bin/python benchmarks/files.py --sizes 1000,10000,100000 --runs 100
 """
@@ -33,15 +39,24 @@ SCHEMA = "id BIGINT, v STRING"
 MIN = 60_000
 
 
-def make_files(d: Path, start: int, n: int, mtime_ms: int | None) -> list[str]:
+def make_files(d: Path, start: int, n: int, mtime_ms: int | None, spread: bool = False
+               ) -> list[str]:
+    """``n`` small JSON files; ``spread``: file i gets ``mtime_ms + i`` (distinct times, as
+    files written over a day have), else all get ``mtime_ms``."""
     d.mkdir(parents=True, exist_ok=True)
     names = []
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
     for i in range(start, start + n):
-        p = d / f"f{i:07d}.json"
-        p.write_text(f'{{"id": {i}, "v": "x{i % 97}"}}\n')
+        p = f"{d}/f{i:07d}.json"
+        fd = os.open(p, flags, 0o644)
+        try:
+            os.write(fd, f'{{"id": {i}, "v": "x{i % 97}"}}\n'.encode())
+        finally:
+            os.close(fd)
         if mtime_ms is not None:
-            os.utime(p, ns=(mtime_ms * 1_000_000, mtime_ms * 1_000_000))
-        names.append(str(p))
+            ns = (mtime_ms + (i - start if spread else 0)) * 1_000_000
+            os.utime(p, ns=(ns, ns))
+        names.append(p)
     return names
 
 
@@ -76,7 +91,7 @@ def bench_size(spark, n: int, runs: int, work: Path, repeat: int) -> dict:
     now = int(time.time() * 1000)
     clock = SimClock(now)
     t = time.perf_counter()
-    make_files(src, 0, n, now - 24 * 3600 * 1000)
+    make_files(src, 0, n, now - 24 * 3600 * 1000, spread=True)
     gen_s = time.perf_counter() - t
     state = f"sqlite:///{base}/state.db"
     enable = {"job_bookmark_option": "job-bookmark-enable"}
@@ -113,19 +128,14 @@ def bench_size(spark, n: int, runs: int, work: Path, repeat: int) -> dict:
 
     # (a) sparkmark incremental run; the run commits, so each repetition needs new input:
     # repeat by rewinding the bookmark to the state after the initial run
+    from sparkmark import compat
     from sparkmark.bookmarks import Bookmarks
     bm = Bookmarks(state)
     first_run_id = bm.get("bench")["RunId"]
-    a_times = []
-    for _ in range(repeat):
-        bm.reset("bench", run_id=first_run_id)
-        s, (rows, job) = timed(sm_run)
-        assert rows == new_n, (rows, new_n)
-        a_times.append(s)
-    info = json.loads(job.store.get_run(job.run_id)["config"])["sources"]["src"]
 
-    # (b) lower bound: list + read only the new files by path
-    def lower_bound() -> int:
+    def lower_bound(one_call: bool) -> int:
+        """(b) list + read only the new files by path; ``one_call``: (b2) the paths handed to
+        the JVM in one py4j call, as sparkmark does (compat.load_paths)."""
         picked = []
         with os.scandir(src) as it:
             for e in it:
@@ -135,13 +145,29 @@ def bench_size(spark, n: int, runs: int, work: Path, repeat: int) -> dict:
         # given paths instead of a one-task-per-path listing job)
         spark.conf.set("spark.sql.sources.parallelPartitionDiscovery.threshold", "1000000")
         try:
-            df = spark.read.schema(SCHEMA).json(picked)
+            reader = spark.read.schema(SCHEMA).format("json")
+            df = compat.load_paths(spark, reader, picked) if one_call else reader.load(picked)
         finally:
             spark.conf.unset("spark.sql.sources.parallelPartitionDiscovery.threshold")
         return df.count()
 
-    b_s, b_rows = timed(lower_bound, repeat)
-    assert b_rows == new_n
+    # interleaved a, b, b2 so that a change of load hits all three alike; best of ``repeat``
+    a_times, b_times, b2_times = [], [], []
+    load_seen = [os.getloadavg()[0]]
+    for _ in range(repeat):
+        bm.reset("bench", run_id=first_run_id)
+        s, (rows, job) = timed(sm_run)
+        assert rows == new_n, (rows, new_n)
+        a_times.append(s)
+        s, b_rows = timed(lambda: lower_bound(False))
+        assert b_rows == new_n
+        b_times.append(s)
+        s, b_rows = timed(lambda: lower_bound(True))
+        assert b_rows == new_n
+        b2_times.append(s)
+        load_seen.append(os.getloadavg()[0])
+    info = json.loads(job.store.get_run(job.run_id)["config"])["sources"]["src"]
+    b_s, b2_s = min(b_times), min(b2_times)
 
     # (c) the file stream picks up the new files (one measurement: it commits its progress)
     c_s, c_rows = timed(stream_once)
@@ -170,8 +196,14 @@ def bench_size(spark, n: int, runs: int, work: Path, repeat: int) -> dict:
         "first_full_run_sparkmark_s": round(first_sm_s, 2),
         "first_full_run_stream_s": round(first_stream_s, 2),
         "a_sparkmark_s": round(min(a_times), 3), "a_sparkmark_runs_s": [round(x, 3) for x in a_times],
-        "b_lower_bound_s": round(b_s, 3), "c_stream_s": round(c_s, 3), "d_full_reread_s": round(d_s, 3),
-        "a_over_b": round(min(a_times) / b_s, 3), "a_over_c": round(min(a_times) / c_s, 3),
+        "b_lower_bound_s": round(b_s, 3), "b_lower_bound_runs_s": [round(x, 3) for x in b_times],
+        "b2_lower_bound_one_call_s": round(b2_s, 3),
+        "b2_runs_s": [round(x, 3) for x in b2_times],
+        "c_stream_s": round(c_s, 3), "d_full_reread_s": round(d_s, 3),
+        "a_over_b": round(min(a_times) / b_s, 3), "a_over_b2": round(min(a_times) / b2_s, 3),
+        "a_over_b_median": round(statistics.median(a_times) / statistics.median(b_times), 3),
+        "a_over_c": round(min(a_times) / c_s, 3),
+        "load_1min_during_a_b": load_seen,
         "a_over_d": round(min(a_times) / d_s, 3),
         "listed": info.get("listed"), "files_read": info.get("files"),
         "runs": runs,
@@ -187,7 +219,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="1000,10000,100000")
     ap.add_argument("--runs", type=int, default=100)
-    ap.add_argument("--repeat", type=int, default=3, help="best of R for (a), (b), (d)")
+    ap.add_argument("--repeat", type=int, default=3, help="best of R for (a), (b), (b2), (d)")
     ap.add_argument("--workdir", default=None)
     ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "files.json"))
     args = ap.parse_args(argv)
@@ -197,6 +229,7 @@ def main(argv=None) -> int:
     spark = local_session("sparkmark-bench-files")
     work = Path(args.workdir or tempfile.mkdtemp(prefix="sm-bench-files-"))
     results = []
+    load_start = os.getloadavg()
     try:
         for n in sizes:
             r = bench_size(spark, n, args.runs, work, args.repeat)
@@ -205,17 +238,25 @@ def main(argv=None) -> int:
     finally:
         if not args.workdir:
             shutil.rmtree(work, ignore_errors=True)
-    header = (f"{'N':>8} {'new':>5} {'(a) sm s':>9} {'(b) lower s':>11} {'(c) stream s':>12} "
-              f"{'(d) full s':>10} {'a/b':>6} {'a/c':>6} {'state B':>8} {'ckpt B':>9}")
+    header = (f"{'N':>8} {'new':>5} {'(a) sm s':>9} {'(b) lower s':>11} {'(b2) 1-call s':>13} "
+              f"{'(c) stream s':>12} {'(d) full s':>10} {'a/b':>6} {'a/b2':>6} {'a/c':>6} "
+              f"{'state B':>8} {'ckpt B':>9}")
     print(header)
     for r in results:
         print(f"{r['n']:>8} {r['new']:>5} {r['a_sparkmark_s']:>9.3f} {r['b_lower_bound_s']:>11.3f} "
+              f"{r['b2_lower_bound_one_call_s']:>13.3f} "
               f"{r['c_stream_s']:>12.3f} {r['d_full_reread_s']:>10.3f} {r['a_over_b']:>6.2f} "
-              f"{r['a_over_c']:>6.2f} {r['state_bytes_after_runs']!s:>8} "
+              f"{r['a_over_b2']:>6.2f} {r['a_over_c']:>6.2f} {r['state_bytes_after_runs']!s:>8} "
               f"{r['stream_checkpoint_bytes']:>9}")
+    import platform
+
+    import pyspark
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"machine": {"cores": os.cpu_count()},
+    machine = {"cores": os.cpu_count(), "load_average_start": list(load_start),
+               "load_average_end": list(os.getloadavg()), "python": platform.python_version(),
+               "pyspark": pyspark.__version__, "spark": spark.version}
+    out.write_text(json.dumps({"machine": machine,
                                "sizes": sizes, "runs": args.runs, "repeat": args.repeat,
                                "results": results}, indent=2) + "\n")
     print(f"saved {out}")

@@ -11,8 +11,11 @@ RSS is that scenario's alone):
 The read of the selected files by Spark is not included (a first run over 1,000,000 files is
 Spark's own file index work; the incremental read is the P1 benchmark's, benchmarks/files.py).
 Reported: seconds, directories listed ("list calls": one per directory with os.scandir),
-files listed, late-file check, element bytes, driver (Python) peak RSS.  Prints a table and
-writes benchmarks/results/listing.json.
+files listed, late-file check, element bytes, and per phase the peak RSS of the driver's
+Python process and of the driver JVM (VmHWM, reset between phases through
+/proc/PID/clear_refs), next to their RSS before listing.  The files are empty (a million fit in
+a tmpfs: /dev/shm by default) and their mtimes are their creation times.  Prints a table and
+writes benchmarks/results/listing.json with the load average and versions.
 
     .venv/bin/python benchmarks/listing.py --n 1000000 --partitions 1000
 """
@@ -32,19 +35,54 @@ from pathlib import Path
 MIN = 60_000
 
 
-def make(root: Path, layout: str, n: int, parts: int, mtime_ms: int) -> list[Path]:
+def make(root: Path, layout: str, n: int, parts: int) -> list[Path]:
+    """Empty files (no data pages: a million of them fit in a tmpfs), created with
+    ``os.open``/``os.close`` only; their mtimes are their creation times, spread over the
+    generation (as files written over a period are)."""
     dirs = ([root] if layout == "flat" else
             [root / f"dt={dt.date(2020, 1, 1) + dt.timedelta(days=i)}" for i in range(parts)])
     per = n // len(dirs)
-    ns = mtime_ms * 1_000_000
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
     for d in dirs:
         d.mkdir(parents=True, exist_ok=True)
+        base = str(d)
         for i in range(per):
-            p = d / f"f{i:07d}.json"
-            with open(p, "w") as f:
-                f.write('{"id": 1}\n')
-            os.utime(p, ns=(ns, ns))
+            os.close(os.open(f"{base}/f{i:07d}.json", flags, 0o644))
     return dirs
+
+
+def _hwm_mb(pid: int | str) -> float | None:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return round(int(line.split()[1]) / 1024, 1)
+    except OSError:
+        pass
+    return None
+
+
+def _rss_mb(pid: int | str) -> float | None:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return round(int(line.split()[1]) / 1024, 1)
+    except OSError:
+        pass
+    return None
+
+
+def _reset_hwm(pid: int | str) -> None:
+    """Reset a process's peak RSS (Linux: write 5 to clear_refs), so each phase has its own."""
+    try:
+        Path(f"/proc/{pid}/clear_refs").write_text("5")
+    except OSError:
+        pass
+
+
+def jvm_pid(spark) -> int | None:
+    """The Spark driver JVM's pid (py4j launched it as this process's child)."""
+    proc = getattr(spark.sparkContext._gateway, "proc", None)
+    return getattr(proc, "pid", None)
 
 
 def scenario(args) -> dict:
@@ -60,21 +98,20 @@ def scenario(args) -> dict:
              .getOrCreate())
     root = Path(args.root)
     opts, _ = split_options({"incrementalListing": args.incremental})
-    out = {}
-    element = None
-    T = args.t0
-    for phase in ("first", "incremental"):
-        if phase == "incremental":
-            dirs = sorted(p for p in root.iterdir() if p.is_dir()) or [root]
-            targets = [dirs[0], dirs[-2], dirs[-1]] if len(dirs) > 3 else [root]
-            k = max(1, args.n // 1000)
-            for j in range(k):
-                p = targets[j % len(targets)] / f"new{j:06d}.json"
-                p.write_text('{"id": 2}\n')
-                ms = T + 10 * MIN
-                os.utime(p, ns=(ms * 1_000_000, ms * 1_000_000))
-            T += 20 * MIN
-            time.sleep(1.2)  # directory times fall behind the listing start margin
+    out: dict = {}
+    state_file = Path(args.state)
+    element = json.loads(state_file.read_text()) if args.phase == "incremental" else None
+    T = args.t0 + (20 * MIN if args.phase == "incremental" else 0)
+    jpid = jvm_pid(spark)
+    from sparkmark.fs import file_system
+    fs = file_system(spark, str(root))  # warm: Hadoop's FileSystem classes load before timing
+    fs.status_of(fs.qualify(str(root)))
+    out["baseline_rss_mb"] = _rss_mb("self")
+    out["jvm_baseline_rss_mb"] = _rss_mb(jpid) if jpid else None
+    for phase in (args.phase,):
+        _reset_hwm("self")
+        if jpid:
+            _reset_hwm(jpid)
         t = time.perf_counter()
         previous = BandState.from_element(element)
         sketch = SettledSketch.from_element(previous.extra.get("late")) if previous else None
@@ -102,10 +139,26 @@ def scenario(args) -> dict:
                       "listing": listing.mode, "dirs_listed": listing.dirs_listed,
                       "listed": len(listing.entries), "selected": len(plan.selected),
                       "late_files": late.count, "element_bytes": len(text)}
-        element = json.loads(text)
+        del listing, plan, late
+        state_file.write_text(text)
+        out[phase]["peak_rss_mb"] = _hwm_mb("self")
+        out[phase]["jvm_peak_rss_mb"] = _hwm_mb(jpid) if jpid else None
     out["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
     spark.stop()
     return out
+
+
+def add_new_files(root: Path, n: int, t0: int) -> None:
+    """0.1% new files, mtime = the first run's T + 10 minutes; partitioned: in the oldest
+    partition and the two newest."""
+    dirs = sorted(p for p in root.iterdir() if p.is_dir()) or [root]
+    targets = [dirs[0], dirs[-2], dirs[-1]] if len(dirs) > 3 else [root]
+    ms = t0 + 10 * MIN
+    for j in range(max(1, n // 1000)):
+        p = targets[j % len(targets)] / f"new{j:06d}.json"
+        p.write_text('{"id": 2}\n')
+        os.utime(p, ns=(ms * 1_000_000, ms * 1_000_000))
+    time.sleep(1.2)  # directory times fall behind the listing start margin
 
 
 def main() -> None:
@@ -113,8 +166,12 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=1_000_000)
     ap.add_argument("--partitions", type=int, default=1000)
     ap.add_argument("--layouts", default="flat,partitioned")
-    ap.add_argument("--work", default=None)
+    ap.add_argument("--work", default=None, help="where the files go (default: a new "
+                    "directory in /dev/shm when it exists, else the temp dir); removed after")
+    ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "listing.json"))
     ap.add_argument("--scenario", default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--phase", default="first", help=argparse.SUPPRESS)
+    ap.add_argument("--state", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--root", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--incremental", default="false", help=argparse.SUPPRESS)
     ap.add_argument("--t0", type=int, default=0, help=argparse.SUPPRESS)
@@ -122,46 +179,68 @@ def main() -> None:
     if args.scenario:
         print(json.dumps(scenario(args)))
         return
-    work = Path(args.work or tempfile.mkdtemp(prefix="sparkmark-listing-"))
+    shm = "/dev/shm" if os.path.isdir("/dev/shm") else None
+    work = Path(args.work or tempfile.mkdtemp(prefix="sparkmark-listing-", dir=shm))
     rows = []
     load = os.getloadavg()
     for layout in args.layouts.split(","):
         base = work / f"{layout}-{args.n}"
-        t0 = int(time.time() * 1000)
         root = base
         t = time.perf_counter()
-        make(root, layout, args.n, args.partitions, t0 - 24 * 60 * MIN)
+        make(root, layout, args.n, args.partitions)
         gen = time.perf_counter() - t
+        t0 = int(time.time() * 1000) + 20 * MIN  # the first run's T: 20 minutes later
         for inc in ("false", "true"):
             for p in root.rglob("new*.json"):  # the previous scenario's new files
                 p.unlink()
             time.sleep(1.2)
-            proc = subprocess.run(
-                [sys.executable, __file__, "--scenario", "1", "--root", str(root),
-                 "--incremental", inc, "--n", str(args.n), "--t0", str(t0)],
-                capture_output=True, text=True)
-            if proc.returncode != 0:
-                print(proc.stderr[-3000:], file=sys.stderr)
-                raise SystemExit(1)
-            res = json.loads(proc.stdout.strip().splitlines()[-1])
+            res = {}
+            state = work / f"state-{layout}-{inc}.json"
+            for phase in ("first", "incremental"):
+                if phase == "incremental":
+                    add_new_files(root, args.n, t0)
+                proc = subprocess.run(
+                    [sys.executable, __file__, "--scenario", "1", "--root", str(root),
+                     "--incremental", inc, "--n", str(args.n), "--t0", str(t0),
+                     "--phase", phase, "--state", str(state)],
+                    capture_output=True, text=True)
+                if proc.returncode != 0:
+                    print(proc.stderr[-3000:], file=sys.stderr)
+                    raise SystemExit(1)
+                one = json.loads(proc.stdout.strip().splitlines()[-1])
+                res[phase] = {**one[phase], "baseline_rss_mb": one["baseline_rss_mb"],
+                              "jvm_baseline_rss_mb": one["jvm_baseline_rss_mb"]}
             rows.append({"layout": layout, "n": args.n, "incrementalListing": inc,
                          "generate_s": round(gen, 1), **res})
         subprocess.run(["rm", "-rf", str(root)])
+        print(json.dumps(rows[-2:]), flush=True)
+    if not args.work:
+        subprocess.run(["rm", "-rf", str(work)])
     print(f"load average at start: {load[0]:.1f}, {load[1]:.1f}, {load[2]:.1f}; "
           f"cpus: {os.cpu_count()}")
-    print("| layout | N | incrementalListing | first run s | first dirs listed | incremental "
-          "run s | incr. listing | incr. dirs listed | incr. files listed | new read | "
-          "late | element bytes | peak RSS MB |")
-    print("| --- | ---: | --- | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | "
-          "---: |")
+    print("| layout | N | incrementalListing | first run s | first dirs listed | first peak RSS "
+          "MB (JVM) | incremental run s | incr. listing | incr. dirs listed | incr. files "
+          "listed | new read | late | element bytes | incr. peak RSS MB (JVM) |")
+    print("| --- | ---: | --- | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | "
+          "---: | ---: |")
     for r in rows:
         f, i = r["first"], r["incremental"]
         print(f"| {r['layout']} | {r['n']:,} | {r['incrementalListing']} | {f['s']} | "
-              f"{f['dirs_listed']:,} | {i['s']} | {i['listing']} | {i['dirs_listed']:,} | "
+              f"{f['dirs_listed']:,} | {f['peak_rss_mb']} ({f['jvm_peak_rss_mb']}) | {i['s']} | "
+              f"{i['listing']} | {i['dirs_listed']:,} | "
               f"{i['listed']:,} | {i['selected']:,} | {i['late_files']} | "
-              f"{i['element_bytes']:,} | {r['peak_rss_mb']} |")
-    out = Path(__file__).parent / "results" / "listing.json"
-    out.write_text(json.dumps({"load_average": load, "rows": rows}, indent=1))
+              f"{i['element_bytes']:,} | {i['peak_rss_mb']} ({i['jvm_peak_rss_mb']}) |")
+    print(f"driver RSS before listing: {rows[0]['first']['baseline_rss_mb']} MB (JVM "
+          f"{rows[0]['first']['jvm_baseline_rss_mb']} MB)")
+    import platform
+
+    import pyspark
+    out = Path(args.out)
+    machine = {"cores": os.cpu_count(), "load_average_start": list(load),
+               "load_average_end": list(os.getloadavg()), "python": platform.python_version(),
+               "pyspark": pyspark.__version__, "work": str(work)}
+    out.write_text(json.dumps({"machine": machine, "load_average": load, "rows": rows},
+                              indent=1))
 
 
 if __name__ == "__main__":

@@ -350,7 +350,9 @@ def test_jvm_listing_equals_the_local_fast_path(spark, tmp_path):
         fast = list_inputs(spark, [src], opts, fast_local=True)
         jvm = list_inputs(spark, [src], opts, fast_local=False)
         assert sorted(fast.entries) == sorted(jvm.entries)
-        assert fast.base_of == jvm.base_of
+        assert ({e.path: fast.base(e.path) for e in fast.entries}
+                == {e.path: jvm.base(e.path) for e in jvm.entries})
+        assert {fast.base(e.path) for e in fast.entries} == {fast.dir_roots[0]}
         got = sorted(e.path.split("/in/", 1)[1] for e in jvm.entries)
         assert got == (["a.json", "k=1/b.json", "sub/d.json", "with space.json"] if recurse
                        else ["a.json", "k=1/b.json", "with space.json"])
@@ -372,3 +374,20 @@ def test_job_write_of_the_new_input_only(spark, sqlite_url, clock, tmp_path):
     assert sorted(r.id for r in spark.read.parquet(out).collect()) == [1, 2, 3]
     assert [r["status"] for r in job.store.list_runs(job_name="orders")][-3:] == [
         "SUCCEEDED", "SUCCEEDED", "EMPTY"]
+
+
+def test_load_paths_in_one_call_reads_exactly_the_given_files(spark, tmp_path):
+    """compat.load_paths hands many paths to the JVM as one string: the same files (escaped
+    glob characters included) and the same rows as PySpark's own load(list)."""
+    from sparkmark.sources.files import escape_glob
+    src = tmp_path / "in"
+    paths = [write_orders("json", str(src / f"f{i:02d}.json"), [i], 1_700_000_000_000)
+             for i in range(20)]
+    paths.append(write_orders("json", str(src / "odd[1].json"), [99], 1_700_000_000_000))
+    write_orders("json", str(src / "odd1.json"), [98], 1_700_000_000_000)  # must not be read
+    given = [escape_glob("file:" + p) for p in paths[:15] + paths[20:]]
+    reader = spark.read.format("json").schema("id BIGINT, customer STRING, amount DOUBLE")
+    one_call = compat.load_paths(spark, reader, given)
+    assert ids_of("json", one_call) == list(range(15)) + [99]
+    assert ids_of("json", one_call) == ids_of("json", reader.load(given))
+    assert sorted(one_call.inputFiles()) == sorted(reader.load(given).inputFiles())

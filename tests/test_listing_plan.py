@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sparkmark.errors import ConfigError
-from sparkmark.planning.listing import (DirEntry, FullInterval, ListingState,
+from sparkmark.planning.listing import (DirEntry, FileEntry, FullInterval, Level, ListingState,
                                         choose_listing, dir_hash, parse_interval, roots_hash,
                                         threshold_of, walk)
 
@@ -57,16 +57,16 @@ class MemFS:
         for d in dirs:
             self.tick(3)  # listing takes time
             self.listed.append(d)
-            out = []
+            files, subdirs = [], []
             for name, v in self.dirs[d]["e"].items():
                 p = f"{d}/{name}"
                 if v == "dir":
                     dd = self.dirs[p]
                     changed = max(dd["m"], dd["c"]) if self.ctime else dd["m"]
-                    out.append(DirEntry(p, True, dd["m"], 0, changed))
+                    subdirs.append(DirEntry(p, True, dd["m"], 0, changed))
                 else:
-                    out.append(DirEntry(p, False, v[1], 1))
-            yield d, out
+                    files.append(FileEntry(v[1], p, 1))
+            yield Level(d, files, subdirs)
 
     def files(self) -> set[tuple[str, int]]:
         out = set()
@@ -220,3 +220,39 @@ def test_incremental_walk_against_full_listing(timeline, with_ctime):
             assert set(fs.listed) <= allowed
         prev_files = truth if mode == "full" else (prev_files | got)
         state = new_state
+
+
+def test_object_store_lexical_listing_descends_only_from_the_last_partition():
+    """Object stores have no directory times: with incrementalListing a run lists the root and
+    only the key=value partitions that sort at or after the greatest one seen before; a new file
+    in an older partition waits for the next full listing (fullListingInterval)."""
+    fs = MemFS()
+    parts = [fs.mkdir("file:/r", f"dt=2024-01-{d:02d}") for d in range(1, 29)]
+    for p in parts:
+        fs.add(p, "a.json")
+    res, st1 = run_walk(fs, None, "full", recurse=False)
+    assert st1.last == "dt=2024-01-28" and res.dirs_listed == 29
+    fs.add(parts[-1], "late-in-last.json")
+    new_part = fs.mkdir("file:/r", "dt=2024-01-29")
+    fs.add(new_part, "n.json")
+    fs.add(parts[0], "old.json")
+    roots = ["s3a://bucket/r"]
+    prev = ListingState(**{**st1.__dict__, "roots": roots_hash(roots)})
+    kw = dict(enabled=True, roots=roots, listing_ts=10, interval=FullInterval(runs=24),
+              has_sketch=True)
+    mode, why = choose_listing(prev, **kw)
+    assert mode == "lexical" and "dt=2024-01-28" in why
+    res, st2 = run_walk(fs, st1, "lexical", recurse=False)
+    assert fs.listed == ["file:/r", "file:/r/dt=2024-01-28", "file:/r/dt=2024-01-29"]
+    found = {e.path.rsplit("/", 2)[-2] + "/" + e.path.rsplit("/", 1)[-1] for e in res.files}
+    assert found == {"dt=2024-01-28/a.json", "dt=2024-01-28/late-in-last.json",
+                     "dt=2024-01-29/n.json"}
+    assert st2.last == "dt=2024-01-29" and st2.runs == st1.runs + 1
+    full, _ = run_walk(fs, st2, "full", recurse=False)
+    assert "file:/r/dt=2024-01-01/old.json" in {e.path for e in full.files}
+    # when a full listing is due, or there is nothing to order, or several roots: full
+    assert choose_listing(prev, **{**kw, "interval": FullInterval(runs=1)})[0] == "full"
+    assert choose_listing(ListingState(**{**prev.__dict__, "last": None}), **kw)[0] == "full"
+    assert choose_listing(prev, **{**kw, "roots": roots + ["s3a://bucket/q"]})[0] == "full"
+    assert choose_listing(None, **kw) == ("full", "object store (s3a:) has no directory times; "
+                                                   "no previous listing of these paths")

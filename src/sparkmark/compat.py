@@ -215,3 +215,29 @@ def xml_format(spark: "SparkSession") -> str:
         f"(com.databricks.spark.xml; XML is built into Spark only from 4.0): start Spark with "
         f"--packages {xml_package(spark)} (or spark.jars.packages), or on Databricks install "
         "that Maven library on the cluster; see README, 'Spark versions'")
+
+
+def load_paths(spark: "SparkSession", reader: Any, paths: list[str]) -> Any:
+    """``reader.load(paths)``, with the paths handed to the JVM in one py4j call.
+
+    PySpark's classic ``load(list)`` converts a Python list element by element, one py4j round
+    trip per path (about 0.15 ms each: 0.15 s for 1,000 new files).  Here the paths travel as
+    one newline-joined string that the JVM splits; the result is the same DataFrame.  Over
+    Spark Connect (one request anyway), for a few paths, or for a path holding a newline, it
+    is ``reader.load(paths)``.
+
+    Example: ``compat.load_paths(spark, spark.read.format("json"), ["file:/in/a.json"])``
+    """
+    if len(paths) < 8 or is_connect(spark) or any("\n" in p for p in paths):
+        return reader.load(paths)
+    jvm: Any = spark.sparkContext._jvm
+    if jvm is None:
+        return reader.load(paths)
+    array = jvm.java.util.regex.Pattern.compile("\n").split("\n".join(paths), -1)
+    jdf = reader._jreader.load(array)
+    import importlib
+    try:
+        module = importlib.import_module("pyspark.sql.classic.dataframe")  # Spark 4
+    except ImportError:  # Spark 3.5: the classic DataFrame is pyspark.sql.dataframe's
+        module = importlib.import_module("pyspark.sql.dataframe")
+    return module.DataFrame(jdf, spark)

@@ -45,13 +45,16 @@ class HadoopFS:
         jsc: Any = sc._jsc
         self._jvm, self._gateway = jvm, gateway
         self.conf = jsc.hadoopConfiguration()
-        self.root = jvm.org.apache.hadoop.fs.Path(path)
+        # the class, resolved once: every ``jvm.org.apache.hadoop.fs.Path`` lookup is a py4j
+        # round trip per package level
+        self.path_class = jvm.org.apache.hadoop.fs.Path
+        self.root = self.path_class(path)
         self.fs = self.root.getFileSystem(self.conf)
 
     # -------------------------------------------------------------- paths
     def path(self, p: str) -> Any:
         """A Hadoop ``Path``."""
-        return self._jvm.org.apache.hadoop.fs.Path(p)
+        return self.path_class(p)
 
     def qualify(self, p: str) -> Any:
         """The fully qualified path (scheme included), as listings return them."""
@@ -111,7 +114,7 @@ class HadoopFS:
 
         Example: ``fs.list_level(["hdfs://nn/in/dt=1", "hdfs://nn/in/dt=2"])``
         """
-        arr = self._gateway.new_array(self._jvm.org.apache.hadoop.fs.Path, len(dirs))
+        arr = self._gateway.new_array(self.path_class, len(dirs))
         for i, d in enumerate(dirs):
             arr[i] = self.path(d)
         return self.parse(self.fs.listStatus(arr))
@@ -127,7 +130,7 @@ class HadoopFS:
         out: list[tuple[str, int, int]] = []
         level = [root]
         while level:
-            arr = gateway.new_array(self._jvm.org.apache.hadoop.fs.Path, len(level))
+            arr = gateway.new_array(self.path_class, len(level))
             for i, d in enumerate(level):
                 arr[i] = self.path(d)
             statuses = self.fs.listStatus(arr)

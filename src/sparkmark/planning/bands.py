@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
 from ..errors import ConfigError
-from .listing import FullInterval, parse_interval
+from .listing import FileEntry, FullInterval, parse_interval
 
 DEFAULT_MAX_BAND_MS = 900_000
 STATE_KIND = "files"
@@ -46,15 +46,6 @@ BOOKMARK_OPTION_NAMES = ("maxBand", "maxFilesInBand", "boundedFiles", "boundedSi
 
 
 # ---------------------------------------------------------------------- data
-@dataclass(frozen=True, order=True)
-class FileEntry:
-    """One listed file: its fully qualified path, modification time (epoch ms) and size."""
-
-    mtime: int
-    path: str
-    size: int = 0
-
-
 @dataclass(frozen=True)
 class BandOptions:
     max_band: int = DEFAULT_MAX_BAND_MS
@@ -342,41 +333,46 @@ def plan_band(listing: Iterable[FileEntry], previous: BandState | None, listing_
     T_state = T if newest is None else min(T, newest + dt - 1)
     band_start = T_state - dt
 
-    candidates: list[tuple[FileEntry, str]] = []
+    # Path hashes only where they are needed: to check a file against the band's ``files``
+    # (none on a first run), for ``maxFilesInBand``, and for the files the next state keeps.
+    # A first run over a million files then hashes a band's worth, not a million.
+    candidates: list[FileEntry] = []
     waiting = 0
+    check_files = bool(prev_files)
     for entry in listing:
         if prev_low is not None and entry.mtime <= prev_low:
             continue  # settled: not even hashed, so a big old directory costs little
-        key = path_hash(entry.path)
-        if prev_files.get(key) == entry.mtime:
+        if check_files and prev_files.get(path_hash(entry.path)) == entry.mtime:
             continue
         if entry.mtime > T:
             waiting += 1
             continue
-        candidates.append((entry, key))
-    candidates.sort(key=lambda c: (c[0].mtime, c[0].path))
+        candidates.append(entry)
+    candidates.sort()  # oldest first: (mtime, path)
 
     # files already saved inside the new band count against maxFilesInBand
     in_band = {k for k, m in prev_files.items() if m > band_start}
-    taken: list[tuple[FileEntry, str]] = []
+    cap = options.max_files_in_band
+    n_taken = 0
     size = 0
     stopped_by = None
-    for entry, key in candidates:
-        if options.bounded_files is not None and len(taken) >= options.bounded_files:
+    for entry in candidates:
+        if options.bounded_files is not None and n_taken >= options.bounded_files:
             stopped_by = "boundedFiles"
             break
-        if (options.bounded_size is not None and taken
+        if (options.bounded_size is not None and n_taken
                 and size + entry.size > options.bounded_size):
             stopped_by = "boundedSize"
             break
-        if (options.max_files_in_band is not None and entry.mtime > band_start
-                and key not in in_band and len(in_band) >= options.max_files_in_band):
-            stopped_by = "maxFilesInBand"
-            break
-        taken.append((entry, key))
-        size += entry.size
-        if entry.mtime > band_start:
+        if cap is not None and entry.mtime > band_start:
+            key = path_hash(entry.path)
+            if key not in in_band and len(in_band) >= cap:
+                stopped_by = "maxFilesInBand"
+                break
             in_band.add(key)
+        n_taken += 1
+        size += entry.size
+    taken = candidates[:n_taken] if n_taken < len(candidates) else candidates
 
     if newest is None:  # nothing listed: nothing the file system shows settles anything
         state = BandState(low=prev_low, high=previous.high if previous is not None else None,
@@ -387,21 +383,21 @@ def plan_band(listing: Iterable[FileEntry], previous: BandState | None, listing_
         high = T_state
         low_candidate = band_start
     else:
-        cut = candidates[len(taken)][0].mtime   # oldest file left behind
+        cut = candidates[len(taken)].mtime   # oldest file left behind
         high = cut - 1
         low_candidate = min(cut - 1, band_start)
     low = low_candidate if prev_low is None else max(prev_low, low_candidate)
     high = max(high, low)  # everything up to low is settled too (the clock may have gone back)
 
     files = {k: m for k, m in prev_files.items() if m > low}
-    for entry, key in taken:
+    for entry in taken:
         if entry.mtime > low:
-            files[key] = entry.mtime
-        else:
-            files.pop(key, None)
+            files[path_hash(entry.path)] = entry.mtime
+        elif files:
+            files.pop(path_hash(entry.path), None)
     extra = dict(previous.extra) if previous is not None else {}
     state = BandState(low=low, high=high, listing_ts=T, band=dt, files=files, extra=extra)
-    return Plan(selected=tuple(e for e, _ in taken), state=state, eligible=len(candidates),
+    return Plan(selected=tuple(taken), state=state, eligible=len(candidates),
                 deferred=len(candidates) - len(taken), waiting=waiting, stopped_by=stopped_by)
 
 

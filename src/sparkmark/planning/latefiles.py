@@ -32,12 +32,15 @@ Everything here is pure: plain data in, plain data out.
 from __future__ import annotations
 
 import base64
+import functools
+import hashlib
+import operator
 import struct
 import zlib
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
-from .bands import FileEntry, path_hash
+from .bands import FileEntry
 
 M64 = (1 << 64) - 1
 K = 3                 # cells per key (one in each of K sub-tables)
@@ -61,6 +64,20 @@ def item_key(phash: str, mtime: int) -> int:
     combined with its mtime.  Cheap (no second digest), so the settled region of 100,000 files
     costs one path hash each; ``mix64`` is applied only when an IBLT is built."""
     return (int(phash, 16) + (mtime & M64) * _GOLD) & M64
+
+
+def keys_of(entries: Iterable[FileEntry]) -> list[int]:
+    """``item_key(path_hash(path), mtime)`` of each entry, computed in one comprehension (the
+    SHA-1 digest's first 8 bytes are the path hash's 16 hex digits): about 3 times faster than
+    the two calls, which matters for the settled region's digest of every full listing.
+
+    >>> from sparkmark.planning.bands import path_hash
+    >>> keys_of([FileEntry(5, "file:/a")]) == [item_key(path_hash("file:/a"), 5)]
+    True
+    """
+    sha1, from_bytes, gold = hashlib.sha1, int.from_bytes, _GOLD
+    return [(from_bytes(sha1(p.encode("utf-8")).digest()[:8], "big") + (m & M64) * gold) & M64
+            for m, p, _ in entries]
 
 
 def _check(key: int) -> int:
@@ -97,8 +114,21 @@ class IBLT:
             checks[i] ^= c
 
     def add_all(self, keys: Iterable[int]) -> None:
-        for k in keys:
-            self.add(k)
+        """``add`` of each key, with the mixer inlined (this loop builds whole sketches)."""
+        counts, cell_keys, checks = self.counts, self.keys, self.checks
+        c1, c2, salt = 0xBF58476D1CE4E5B9, 0x94D049BB133111EB, 0xD6E8FEB86659FD93
+        for key in keys:
+            x = ((key ^ (key >> 30)) * c1) & M64
+            x = ((x ^ (x >> 27)) * c2) & M64
+            h = x ^ (x >> 31)                       # mix64(key)
+            x = key ^ salt
+            x = ((x ^ (x >> 30)) * c1) & M64
+            x = ((x ^ (x >> 27)) * c2) & M64
+            c = (x ^ (x >> 31)) >> 32                # _check(key)
+            for i in (h & 0xFF, WIDTH + ((h >> 21) & 0xFF), 2 * WIDTH + ((h >> 42) & 0xFF)):
+                counts[i] += 1
+                cell_keys[i] ^= key
+                checks[i] ^= c
 
     def copy(self) -> "IBLT":
         return IBLT(list(self.counts), list(self.keys), list(self.checks))
@@ -156,10 +186,7 @@ class Digest:
 
     @classmethod
     def of(cls, keys: Sequence[int]) -> "Digest":
-        x = 0
-        for k in keys:
-            x ^= k
-        return cls(len(keys), x, sum(keys) & M64)
+        return cls(len(keys), functools.reduce(operator.xor, keys, 0), sum(keys) & M64)
 
     def plus(self, keys: Sequence[int]) -> "Digest":
         other = Digest.of(keys)
@@ -309,18 +336,18 @@ def plan_late(listing: Sequence[FileEntry], previous_low: int | None,
             raise ValueError("an incremental listing needs a previous sketch: list fully first")
         keys = {item_key(h, m) for h, m in previous_files.items()
                 if previous_low is not None and previous_low < m <= new_low}
-        keys.update(item_key(path_hash(f.path), f.mtime) for f in selected
-                    if (previous_low is None or f.mtime > previous_low) and f.mtime <= new_low)
+        keys.update(keys_of([f for f in selected if (previous_low is None
+                                                     or f.mtime > previous_low)
+                             and f.mtime <= new_low]))
         return LatePlan((), None, next_sketch(previous_sketch, LateCheck(checked=False), [],
                                               sorted(keys), new_low, full=False))
-    settled: list[FileEntry] = []
-    settling: list[int] = []
-    for f in listing:
-        if previous_low is not None and f.mtime <= previous_low:
-            settled.append(f)
-        elif f.mtime <= new_low:
-            settling.append(item_key(path_hash(f.path), f.mtime))
-    settled_keys = [item_key(path_hash(f.path), f.mtime) for f in settled]
+    if previous_low is None:
+        settled: list[FileEntry] = []
+        settling = keys_of([f for f in listing if f.mtime <= new_low])
+    else:
+        settled = [f for f in listing if f.mtime <= previous_low]
+        settling = keys_of([f for f in listing if previous_low < f.mtime <= new_low])
+    settled_keys = keys_of(settled)
     check = check_late(settled_keys, previous_sketch, previous_low)
     sketch = next_sketch(previous_sketch, check, settled_keys, settling, new_low, full=True)
     if not check.checked:

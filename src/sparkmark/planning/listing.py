@@ -26,7 +26,12 @@ The state is a handful of numbers, whatever the number of files or runs:
 
 A run lists fully when it has no previous listing state, when the roots changed, when the
 previous run left files behind (a bound, or mtimes after ``T``: they may sit in directories that
-will not change again), when the interval is due, or on object stores (no directory times).
+will not change again), or when the interval is due.
+
+Object stores have no directory times.  There the listing is *lexical* (``last`` in the state:
+the greatest ``key=value`` directory name under the root): a run lists the root and only the
+partitions that sort at or after ``last``; new files in older partitions wait for the next full
+listing.  Without a previous listing of the same single root, or without partitions, it is full.
 
 The *change time* of a directory is its mtime, and on local disks the later of mtime and ctime:
 a directory copied in with a preserved mtime (``cp -p``, ``shutil.copytree``) still gets a new
@@ -51,9 +56,24 @@ _UNIT_MS = {"ms": 1, "s": 1_000, "m": 60_000, "h": 3_600_000, "d": 86_400_000,
             "w": 7 * 86_400_000}
 
 
+class FileEntry(NamedTuple):
+    """One listed file: its fully qualified path, modification time (epoch ms) and size.
+
+    A tuple ordered by ``(mtime, path, size)`` (oldest first); cheap to create, because a
+    listing makes one per file (also importable from :mod:`sparkmark.planning.bands`).
+
+    >>> sorted([FileEntry(7, "file:/in/b"), FileEntry(5, "file:/in/a", 3)])[0].path
+    'file:/in/a'
+    """
+
+    mtime: int
+    path: str
+    size: int = 0
+
+
 class DirEntry(NamedTuple):
-    """One entry of a directory listing: ``changed`` is a directory's change time (its mtime,
-    or the later of mtime and ctime where the file system has a ctime); ``name`` the last path
+    """A subdirectory in a directory listing: ``changed`` is its change time (its mtime, or
+    the later of mtime and ctime where the file system has a ctime); ``name`` the last path
     component (derived from ``path`` when empty).
 
     >>> DirEntry("file:/in/dt=1", True, 5, 0, 9).changed
@@ -66,6 +86,20 @@ class DirEntry(NamedTuple):
     size: int = 0
     changed: int | None = None
     name: str = ""
+
+
+class Level(NamedTuple):
+    """What a level lister returns for one directory: its visible files (Spark's hidden-file
+    rule already applied, see :func:`hidden`) and its subdirectories (all of them; the walk
+    decides which to enter).
+
+    >>> Level("file:/in", [FileEntry(5, "file:/in/a.json")], []).files[0].mtime
+    5
+    """
+
+    dir: str
+    files: list[FileEntry]
+    dirs: list[DirEntry]
 
 
 @dataclass(frozen=True)
@@ -125,12 +159,16 @@ class ListingState:
     roots: str = ""
     inner: frozenset[str] = field(default_factory=frozenset)
     pending: int = 0
+    last: str | None = None  # the greatest key=value directory name under the roots
 
     def to_element(self) -> dict[str, Any]:
-        return {"w": self.w, "took": self.took, "start": self.start, "full_ts": self.full_ts,
-                "runs": self.runs,
-                "roots": self.roots, "inner": sorted(self.inner),
-                "pending": self.pending}
+        out = {"w": self.w, "took": self.took, "start": self.start, "full_ts": self.full_ts,
+               "runs": self.runs,
+               "roots": self.roots, "inner": sorted(self.inner),
+               "pending": self.pending}
+        if self.last is not None:
+            out["last"] = self.last
+        return out
 
     @classmethod
     def from_element(cls, element: Mapping[str, Any] | None) -> "ListingState | None":
@@ -145,7 +183,8 @@ class ListingState:
                        full_ts=None if ts is None else int(ts),
                        runs=int(element.get("runs", 0)), roots=str(element.get("roots", "")),
                        inner=frozenset(str(h) for h in element.get("inner") or ()),
-                       pending=int(element.get("pending", 0)))
+                       pending=int(element.get("pending", 0)),
+                       last=None if element.get("last") is None else str(element["last"]))
         except (TypeError, ValueError):
             return None
 
@@ -164,12 +203,13 @@ def merge_states(states: Sequence[ListingState]) -> ListingState:
                         start=min(starts) if starts else None, full_ts=states[0].full_ts,
                         runs=states[0].runs, roots=states[0].roots,
                         inner=frozenset().union(*(s.inner for s in states)),
-                        pending=states[0].pending)
+                        pending=states[0].pending)  # no ``last``: lexical needs one root
 
 
 def choose_listing(previous: ListingState | None, *, enabled: bool, roots: Sequence[str],
                    listing_ts: int, interval: FullInterval, has_sketch: bool) -> tuple[str, str]:
-    """``("full" | "incremental", why)`` for this run.
+    """``("full" | "incremental" | "lexical", why)`` for this run (``lexical``: object stores,
+    see :func:`walk`).
 
     >>> choose_listing(None, enabled=True, roots=["file:/in"], listing_ts=0,
     ...                interval=FullInterval(runs=3), has_sketch=True)
@@ -179,7 +219,8 @@ def choose_listing(previous: ListingState | None, *, enabled: bool, roots: Seque
         return "full", "incrementalListing is off"
     stores = sorted({scheme_of(r) for r in roots} & set(OBJECT_STORES))
     if stores:
-        return "full", f"object store ({stores[0]}:) has no directory times"
+        return _choose_lexical(previous, stores[0], roots=roots, listing_ts=listing_ts,
+                               interval=interval, has_sketch=has_sketch)
     if previous is None or previous.w is None or previous.full_ts is None:
         return "full", "no previous listing"
     if previous.roots != roots_hash(roots):
@@ -195,6 +236,29 @@ def choose_listing(previous: ListingState | None, *, enabled: bool, roots: Seque
     return "incremental", "directories changed since the previous listing"
 
 
+def _choose_lexical(previous: ListingState | None, scheme: str, *, roots: Sequence[str],
+                    listing_ts: int, interval: FullInterval, has_sketch: bool
+                    ) -> tuple[str, str]:
+    """Object stores have no directory times: ``lexical`` (descend only into the ``key=value``
+    partitions at or after the greatest one the previous listing saw) when the previous full or
+    lexical listing of the same single root left one, else a full listing."""
+    base = f"object store ({scheme}:) has no directory times"
+    if len(roots) != 1:
+        return "full", base + "; lexical listing needs a single input path"
+    if previous is None or previous.full_ts is None or previous.roots != roots_hash(roots):
+        return "full", base + "; no previous listing of these paths"
+    if previous.last is None:
+        return "full", base + "; no key=value partitions to order"
+    if not has_sketch:
+        return "full", "no late-file sketch yet"
+    if previous.pending:
+        return "full", f"{previous.pending} file(s) left for later by the previous run"
+    if interval.due(previous.runs, listing_ts - previous.full_ts):
+        return "full", "fullListingInterval is due"
+    return "lexical", (f"object store ({scheme}:): only partitions at or after "
+                       f"{previous.last} (lexical order)")
+
+
 def enter(name: str, recurse: bool) -> bool:
     """Spark's rule: ``key=value`` partition directories always, others with ``recurse``."""
     return recurse or "=" in name
@@ -208,9 +272,14 @@ def hidden(name: str) -> bool:
 
 @dataclass
 class WalkResult:
-    files: list[DirEntry]
+    """The files a walk found, the directories it listed (``dirs_listed``), the directories
+    that hold files (``file_dirs``: ``(dir, one file path)``, for the partition-layout check
+    without a pass over every file) and the next state."""
+
+    files: list[FileEntry]
     dirs_listed: int
     state: ListingState
+    file_dirs: list[tuple[str, str]] = field(default_factory=list)
 
 
 def margin_for(roots: Sequence[str]) -> int:
@@ -226,53 +295,64 @@ def threshold_of(previous: ListingState, margin_ms: int) -> int:
     return base - margin_ms
 
 
-def walk(roots: Sequence[str], list_level: Callable[[list[str]], Iterable[tuple[str,
-         Sequence[DirEntry]]]], *, recurse: bool, previous: ListingState | None,
+def walk(roots: Sequence[str], list_level: Callable[[list[str]], Iterable[Level]], *,
+         recurse: bool, previous: ListingState | None,
          mode: str, listing_ts: int, started_ms: int | None = None, margin_ms: int = 0,
          took_ms: Callable[[], int] | None = None, roots_key: Sequence[str] | None = None
          ) -> WalkResult:
     """List the directory trees under ``roots`` level by level.
 
-    ``list_level(dirs)`` returns ``(dir, entries)`` for each directory (one call per depth, so a
-    Hadoop file system can list a whole level in one request).  In ``incremental`` mode a
+    ``list_level(dirs)`` returns a :class:`Level` for each directory (one call per depth, so a
+    Hadoop file system can list a whole level in one request); its files are taken as they are
+    (one ``list.extend`` per directory, no per-file work here).  In ``incremental`` mode a
     directory is listed only when it is a root, holds directories (``previous.inner``), or its
-    change time is after :func:`threshold_of` the previous state.  ``started_ms`` (the driver's
+    change time is after :func:`threshold_of` the previous state.  In ``lexical`` mode (object
+    stores) every directory is listed except the roots' ``key=value`` partitions that sort
+    before ``previous.last``.  ``started_ms`` (the driver's
     clock when the listing starts) and ``took_ms`` (its duration, a callable) are kept for the
     next run.
     """
     incremental = mode == "incremental" and previous is not None and previous.w is not None
     threshold = (threshold_of(previous, margin_ms) if incremental and previous is not None
                  else None)
+    lexical_from = previous.last if mode == "lexical" and previous is not None else None
+    root_set = {r.rstrip("/") for r in roots}
+    last: str | None = None
     inner_prev = previous.inner if incremental and previous else frozenset()
-    files: list[DirEntry] = []
+    files: list[FileEntry] = []
+    file_dirs: list[tuple[str, str]] = []
     inner: set[str] = set()
     w = previous.w if incremental and previous else None
     listed = 0
     level = list(roots)
     while level:
         nxt: list[str] = []
-        for d, entries in list_level(level):
+        for d, found, subdirs in list_level(level):
             listed += 1
+            if found:
+                files.extend(found)
+                file_dirs.append((d.rstrip("/"), found[0].path))
             has_dirs = False
-            for e in entries:
+            for e in subdirs:
                 name = e.name or e.path.rstrip("/").rsplit("/", 1)[-1]
-                if hidden(name):
-                    continue
-                if not e.is_dir:
-                    files.append(e)
-                    continue
-                if not enter(name, recurse):
+                if hidden(name) or not enter(name, recurse):
                     continue
                 has_dirs = True
                 changed = e.changed if e.changed is not None else e.mtime
                 w = changed if w is None else max(w, changed)
-                if (threshold is None or changed > threshold
+                top = "=" in name and d.rstrip("/") in root_set
+                if top:
+                    last = name if last is None else max(last, name)
+                if lexical_from is not None:
+                    if not top or name >= lexical_from:
+                        nxt.append(e.path)
+                elif (threshold is None or changed > threshold
                         or dir_hash(e.path) in inner_prev):
                     nxt.append(e.path)
             if has_dirs:
                 inner.add(dir_hash(d))
         level = nxt
-    if incremental and previous is not None:
+    if (incremental or lexical_from is not None) and previous is not None:
         full_ts, runs = previous.full_ts, previous.runs + 1
     else:
         full_ts, runs = listing_ts, 0
@@ -280,5 +360,5 @@ def walk(roots: Sequence[str], list_level: Callable[[list[str]], Iterable[tuple[
                          start=started_ms,
                          full_ts=full_ts, runs=runs,
                          roots=roots_hash(roots if roots_key is None else roots_key),
-                         inner=frozenset(inner))
-    return WalkResult(files=files, dirs_listed=listed, state=state)
+                         inner=frozenset(inner), last=last)
+    return WalkResult(files=files, dirs_listed=listed, state=state, file_dirs=file_dirs)

@@ -12,33 +12,45 @@ Example::
 """
 from __future__ import annotations
 
+import functools
 import os
+from itertools import repeat
+from operator import floordiv
 from typing import Callable, Iterator, Sequence
 
 from ..errors import SourceError
 from ..jvm import java_error_text
-from ..planning.listing import DirEntry, enter, hidden
+from ..planning.listing import DirEntry, FileEntry, Level, enter, hidden
 
 _MS = 1_000_000
+_new_entry = functools.partial(tuple.__new__, FileEntry)  # FileEntry from an (m, path, size)
+_CHUNK = 4096
 
 
-def local_level(dirs: Sequence[str], recurse: bool = True
-                ) -> Iterator[tuple[str, list[DirEntry]]]:
-    """``(dir, entries)`` for each ``file:`` directory; hidden entries and directories that will
-    not be entered are left out here already (they cost a ``stat`` otherwise)."""
+def local_level(dirs: Sequence[str], recurse: bool = True) -> Iterator[Level]:
+    """A :class:`Level` for each ``file:`` directory: its visible files (Spark's hidden rule),
+    and the subdirectories the walk may enter (others would cost a ``stat``).
+
+    The loop is the hot path of a listing (one pass per file), so it does no more per entry
+    than ``os.scandir`` + ``stat`` must: names, times and sizes go to three lists, and the
+    :class:`FileEntry` tuples are built from them by C-level ``map``/``zip``."""
     for d in dirs:
         local = d[5:] if d.startswith("file:") else d
-        base = d.rstrip("/")
+        base = d.rstrip("/") + "/"
         try:
             it = os.scandir(local)
         except OSError as e:
             raise SourceError(f"cannot list directory {local}: {e.strerror}; check its "
                               "permissions") from None
-        out: list[DirEntry] = []
+        files: list[FileEntry] = []
+        names: list[str] = []
+        times: list[int] = []
+        sizes: list[int] = []
+        subdirs: list[DirEntry] = []
         with it:
             for ent in it:
                 name = ent.name
-                if hidden(name):
+                if (name[0] in "._" or name.endswith("._COPYING_")) and hidden(name):
                     continue
                 try:
                     if ent.is_dir():
@@ -46,33 +58,53 @@ def local_level(dirs: Sequence[str], recurse: bool = True
                             continue
                         st = ent.stat()
                         m = st.st_mtime_ns // _MS
-                        out.append(DirEntry(f"{base}/{name}", True, m, 0,
-                                            max(m, st.st_ctime_ns // _MS), name))
+                        subdirs.append(DirEntry(base + name, True, m, 0,
+                                                max(m, st.st_ctime_ns // _MS), name))
                         continue
                     st = ent.stat()
                 except FileNotFoundError:
                     continue  # removed while listing
-                out.append(DirEntry(f"{base}/{name}", False, st.st_mtime_ns // _MS,
-                                    st.st_size, None, name))
-        yield d, out
+                names.append(name)
+                times.append(st.st_mtime_ns)
+                sizes.append(st.st_size)
+                if len(names) >= _CHUNK:  # bound the side lists: a flat 1M-file directory
+                    _flush(files, base, names, times, sizes)
+        _flush(files, base, names, times, sizes)
+        yield Level(d, files, subdirs)
+
+
+def _flush(files: list[FileEntry], base: str, names: list[str], times: list[int],
+           sizes: list[int]) -> None:
+    """Append the FileEntry tuples of the collected names/times/sizes, then clear them."""
+    files.extend(map(_new_entry, zip(map(floordiv, times, repeat(_MS)),
+                                     map(base.__add__, names), sizes)))
+    names.clear()
+    times.clear()
+    sizes.clear()
 
 
 def hadoop_level(list_status: Callable[[list[str]], list[tuple[str, bool, int, int]]],
-                 where: str) -> Callable[[Sequence[str]], Iterator[tuple[str, list[DirEntry]]]]:
+                 where: str) -> Callable[[Sequence[str]], Iterator[Level]]:
     """A level lister over ``list_status(dirs) -> [(path, is_dir, size, mtime)]`` (one Hadoop
-    ``listStatus(Path[])`` call for the whole level); entries are grouped by parent."""
-    def level(dirs: Sequence[str]) -> Iterator[tuple[str, list[DirEntry]]]:
+    ``listStatus(Path[])`` call for the whole level); entries are grouped by parent and hidden
+    files left out."""
+    def level(dirs: Sequence[str]) -> Iterator[Level]:
         try:
             statuses = list_status(list(dirs))
         except SourceError:
             raise
         except Exception as e:  # noqa: BLE001 - a Java error from the file system
             raise SourceError(f"cannot list {where}: {java_error_text(e)}") from None
-        groups: dict[str, list[DirEntry]] = {d.rstrip("/"): [] for d in dirs}
+        groups: dict[str, Level] = {d.rstrip("/"): Level(d, [], []) for d in dirs}
         for path, is_dir, size, mtime in statuses:
             parent, _, name = path.rstrip("/").rpartition("/")
-            groups.setdefault(parent, []).append(
-                DirEntry(path, is_dir, mtime, size, mtime if is_dir else None, name))
+            group = groups.get(parent)
+            if group is None:
+                group = groups[parent] = Level(parent, [], [])
+            if is_dir:
+                group.dirs.append(DirEntry(path, True, mtime, size, mtime, name))
+            elif not hidden(name):
+                group.files.append(FileEntry(mtime, path, size))
         for d in dirs:
-            yield d, groups.get(d.rstrip("/"), [])
+            yield groups[d.rstrip("/")]
     return level
