@@ -29,28 +29,11 @@ sys.path.insert(0, str(ROOT / "src"))
 
 
 def seed(url: str, n: int) -> None:
+    from sparkmark.devtools.ledger import synthetic_runs
     from sparkmark.state import open_store
     from sparkmark.state.schema import runs as runs_table
-    st = open_store(url)
-    t0 = 1_700_000_000_000
-    rows = []
-    for i in range(n):
-        mod = i % 8
-        status = ("SUCCEEDED", "EMPTY", "FAILED", "SKIPPED", "ROLLED_BACK")[i % 37 % 5]
-        start = t0 + (i // 8) * 3_600_000 + mod * 60_000
-        rows.append(dict(run_id=f"{i:032x}", job_name=f"big.{mod}", pipeline="big",
-                         pipeline_run_id=f"{i // 8:032x}", module_id=1000 + mod,
-                         module_name=f"module_{mod}", layer="bronze", run_number=i // 8 + 1,
-                         attempt=0, status=status,
-                         error="SomeError: " + "x" * 200 if status == "FAILED" else None,
-                         bookmark_option="job-bookmark-enable", start_version=0,
-                         end_version=i // 8, run_start_ts=start, run_end_ts=start + 45_000,
-                         from_ts=t0 + (i // 8) * 3_600_000,
-                         until_ts=t0 + (i // 8 + 1) * 3_600_000, snapshot_ts=start,
-                         records_read=i, records_written=i,
-                         config=json.dumps({"sources": {"s": {"files": 3, "late_files": 0}}})))
-    with st.tx("seeding") as conn:
-        conn.execute(runs_table.insert(), rows)
+    with open_store(url).tx("seeding") as conn:
+        conn.execute(runs_table.insert(), synthetic_runs(n))
 
 
 def open_page(chromium: str, page: Path) -> tuple[int, float]:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from sparkmark.devtools.ledger import synthetic_runs
 from sparkmark.report_html import write_html_report
 from sparkmark.state import open_store
 from sparkmark.state.schema import runs as runs_table
@@ -119,24 +120,8 @@ def test_page_with_10000_runs_is_small_and_opens_fast(sqlite_url, tmp_path):
     benchmarks/report_html.py)."""
     st = open_store(sqlite_url)
     st.job_names()  # create the schema
-    t0 = 1_700_000_000_000
-    rows = []
-    for i in range(10_000):
-        mod = i % 8
-        status = ("SUCCEEDED", "EMPTY", "FAILED", "SKIPPED", "ROLLED_BACK")[i % 37 % 5]
-        start = t0 + (i // 8) * 3_600_000 + mod * 60_000
-        rows.append(dict(run_id=f"{i:032x}", job_name=f"big.{mod}", pipeline="big",
-                         pipeline_run_id=f"{i // 8:032x}", module_id=1000 + mod,
-                         module_name=f"module_{mod}", layer="bronze", run_number=i // 8 + 1,
-                         attempt=0, status=status,
-                         error="SomeError: " + "x" * 200 if status == "FAILED" else None,
-                         bookmark_option="job-bookmark-enable", start_version=0,
-                         end_version=i // 8, run_start_ts=start, run_end_ts=start + 45_000,
-                         from_ts=t0 + (i // 8) * 3_600_000, until_ts=t0 + (i // 8 + 1) * 3_600_000,
-                         snapshot_ts=start, records_read=i, records_written=i,
-                         config=json.dumps({"sources": {"s": {"files": 3, "late_files": 0}}})))
     with st.tx("seeding") as conn:
-        conn.execute(runs_table.insert(), rows)
+        conn.execute(runs_table.insert(), synthetic_runs(10_000))
     page = tmp_path / "big.html"
     done = write_html_report(str(page), st)
     size = page.stat().st_size

@@ -80,6 +80,42 @@ def watch_listing(callback: Callable[[ListingProgress], None], *,
 Lister = Callable[[Sequence[str]], Iterable[Any]]
 
 
+class _Counting:
+    """A level lister that counts what ``lister`` finds and reports it to ``watcher``."""
+
+    def __init__(self, lister: Lister, root: str, watcher: _Watcher):
+        self.lister, self.root, self.watcher = lister, root, watcher
+        self.started = watcher.clock()
+        self.last = self.started - watcher.every_s
+        self.dirs = self.files = 0
+        self.shown = False
+
+    def __call__(self, dirs: Sequence[str]) -> Iterator[Any]:
+        for listed in self.lister(dirs):
+            self.dirs += 1
+            files = getattr(listed, "files", None)  # a Level (dir, files, subdirs) ...
+            if files is not None:
+                self.files += len(files)
+            else:  # ... or a (dir, entries) pair
+                self.files += sum(1 for e in listed[1] if not getattr(e, "is_dir", False))
+            self.report()
+            yield listed
+
+    def report(self, done: bool = False) -> None:
+        w = self.watcher
+        now = w.clock()
+        elapsed = now - self.started
+        if elapsed < w.after_s or (not done and now - self.last < w.every_s):
+            return
+        if done and not self.shown:
+            return  # a listing that never showed up does not report its end
+        self.last, self.shown = now, True
+        try:
+            w.callback(ListingProgress(self.root, self.dirs, self.files, elapsed, done))
+        except Exception:  # noqa: BLE001 - a display must never break the listing
+            pass
+
+
 def counting(lister: Lister, root: str) -> Lister:
     """``lister`` (a level lister for :func:`sparkmark.planning.listing.walk`) reporting to the
     current watcher as it goes; ``lister`` itself when no one watches.
@@ -87,48 +123,11 @@ def counting(lister: Lister, root: str) -> Lister:
     Example: ``walk([root], counting(local_level, root), ...)``
     """
     watcher = _WATCHER.get()
-    if watcher is None:
-        return lister
-    started = watcher.clock()
-    counts = {"dirs": 0, "files": 0}
-    last = [started - watcher.every_s]
-    shown = [False]
-
-    def report(done: bool = False) -> None:
-        now = watcher.clock()
-        elapsed = now - started
-        if elapsed < watcher.after_s or (not done and now - last[0] < watcher.every_s):
-            return
-        if done and not shown[0]:
-            return  # a listing that never showed up does not report its end
-        last[0], shown[0] = now, True
-        try:
-            watcher.callback(ListingProgress(root, counts["dirs"], counts["files"],
-                                             elapsed, done))
-        except Exception:  # noqa: BLE001 - a display must never break the listing
-            pass
-
-    def level(dirs: Sequence[str]) -> Iterator[Any]:
-        for listed in lister(dirs):
-            counts["dirs"] += 1
-            files = getattr(listed, "files", None)  # a Level (dir, files, subdirs) ...
-            if files is not None:
-                counts["files"] += len(files)
-            else:  # ... or a (dir, entries) pair
-                counts["files"] += sum(1 for e in listed[1] if not getattr(e, "is_dir", False))
-            report()
-            yield listed
-
-    def finish() -> None:
-        report(done=True)
-
-    level.finish = finish  # type: ignore[attr-defined]
-    return level
+    return lister if watcher is None else _Counting(lister, root, watcher)
 
 
 def finish(lister: Lister) -> None:
     """Tell the watcher (if any) that the listing done by ``lister`` ended.
     Example: ``finish(lister)``"""
-    end = getattr(lister, "finish", None)
-    if end is not None:
-        end()
+    if isinstance(lister, _Counting):
+        lister.report(done=True)

@@ -44,6 +44,7 @@ from .clock import Clock, format_ts, system_clock
 from .errors import ConcurrentRunError, PipelineError, SparkmarkError
 from .formats import WRITE_FORMATS
 from .job import Job
+from .ledger import run_markers
 from .options import ENABLE
 from .sinks import remove_run_output
 from .planning.windows import (DAY_MS, EMPTY, FAILED, NO_PROGRESS, PROGRESS_STATUSES,
@@ -620,7 +621,6 @@ class Pipeline:
         except BaseException as e:
             job.fail(e)
             raise
-        from .ledger import run_markers
         result.late_files = run_markers(self.store.get_run(job.run_identity()[1]))["late_files"]
         return result
 

@@ -95,14 +95,14 @@ class PipelineProgress:
                               f"directories so far ({p.elapsed_s:,.1f} s)", style="bright_black"))
         if self.done:
             t = Table(show_edge=False, pad_edge=False, box=None)
-            late = any(getattr(r, "late_files", None) for r in self.done)
+            late = any(r.late_files for r in self.done)
             for col in ("module", "name", "status", "rows", *(["late files"] if late else [])):
                 t.add_column(col)
             for r in self.done:
                 cells: list[Any] = [str(r.module_id), r.module_name, status_text(r.status),
                                     "" if r.records_written is None else f"{r.records_written:,}"]
                 if late:
-                    n = getattr(r, "late_files", None)
+                    n = r.late_files
                     cells.append(Text(f"{n:,} late" if n else "", style="bold yellow"))
                 t.add_row(*cells)
             parts.append(t)

@@ -114,6 +114,32 @@ def _ensure_store_id(conn: Connection) -> None:
         conn.execute(meta.insert().values(key="store_id", value=uuid.uuid4().hex))
 
 
+def _refuse_newer(found: int, what: str) -> None:
+    if found > SCHEMA_VERSION:
+        from ..errors import StateStoreError
+        raise StateStoreError(
+            f"{what} has schema version {found}, newer than this sparkmark supports "
+            f"({SCHEMA_VERSION}); upgrade sparkmark (pip install -U sparkmark)")
+
+
+def check_readable(conn: Connection, display_url: str) -> None:
+    """For read-only commands: the schema as it is, neither created nor upgraded; a store that
+    is missing, older or newer is a clear error.  Example: ``check_readable(conn, url)``"""
+    from ..errors import StateStoreError
+    found = current_schema_version(conn)
+    if found is None:
+        raise StateStoreError(
+            f"{display_url} holds no sparkmark state store; check --state "
+            "/ SPARKMARK_STATE (this command only reads and creates nothing)")
+    _refuse_newer(found, f"the state store {display_url}")
+    if found < SCHEMA_VERSION:
+        raise StateStoreError(
+            f"the state store {display_url} has schema version {found}, older than this "
+            f"sparkmark's ({SCHEMA_VERSION}); this command only reads, so it does not upgrade "
+            "it: run a job (or any 'sparkmark bookmark' command that writes) once to upgrade "
+            "the store")
+
+
 def ensure_schema(conn: Connection) -> int:
     """Create or upgrade the schema inside the caller's transaction; return the version found."""
     if conn.dialect.name == "postgresql":  # first use by several processes at once: one at a time
@@ -124,11 +150,7 @@ def ensure_schema(conn: Connection) -> int:
         conn.execute(meta.insert().values(key="schema_version", value=str(SCHEMA_VERSION)))
         _ensure_store_id(conn)
         return 0
-    if found > SCHEMA_VERSION:
-        from ..errors import StateStoreError
-        raise StateStoreError(
-            f"the state store has schema version {found}, newer than this sparkmark supports "
-            f"({SCHEMA_VERSION}); upgrade sparkmark (pip install -U sparkmark)")
+    _refuse_newer(found, "the state store")
     for step in range(found + 1, SCHEMA_VERSION + 1):
         UPGRADES[step](conn)
         conn.execute(meta.update().where(meta.c.key == "schema_version").values(value=str(step)))

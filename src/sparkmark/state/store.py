@@ -133,23 +133,6 @@ def _switch_to_wal(cur: Any) -> None:
         cur.execute("PRAGMA busy_timeout=60000")
 
 
-def _check_readable_schema(conn: Connection, display_url: str) -> None:
-    """A read-only command reads the schema as it is: it neither creates nor upgrades one."""
-    found = schema.current_schema_version(conn)
-    if found is None:
-        raise StateStoreError(
-            f"{display_url} holds no sparkmark state store; check --state "
-            "/ SPARKMARK_STATE (this command only reads and creates nothing)")
-    if found != schema.SCHEMA_VERSION:
-        newer = found > schema.SCHEMA_VERSION
-        raise StateStoreError(
-            f"the state store {display_url} has schema version {found}, "
-            f"{'newer' if newer else 'older'} than this sparkmark's ({schema.SCHEMA_VERSION}); "
-            + ("upgrade sparkmark (pip install -U sparkmark)" if newer else
-               "this command only reads, so it does not upgrade it: run a job (or any "
-               "'sparkmark bookmark' command that writes) once to upgrade the store"))
-
-
 def open_store(state: str | None = None, *, create: bool = True) -> "StateStore":
     """The state store at ``state`` (URL, env ``SPARKMARK_STATE``, or the default).
     ``create=False`` (read-only commands) refuses a missing store instead of creating one.
@@ -227,7 +210,7 @@ class StateStore:
                     if self.create:
                         schema.ensure_schema(conn)
                     else:
-                        _check_readable_schema(conn, self.display_url)
+                        schema.check_readable(conn, self.display_url)
             _ENGINES[key] = (engine, _sqlite_identity(engine))
             return engine
 
