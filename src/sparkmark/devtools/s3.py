@@ -287,7 +287,7 @@ def start_moto() -> S3Server:
     server.start()
     _, port = server.get_host_and_port()
     s3 = S3Server("moto", int(port), "testing", "testing", _stop=server.stop)
-    wsgi = server._server  # werkzeug's server: wrap its app to count what it serves
+    wsgi: Any = server._server  # werkzeug's server: wrap its app to count what it serves
     inner = wsgi.app
     lock = threading.Lock()
 
