@@ -2,6 +2,7 @@
 
     python benchmarks/crash.py --trials 300                 # file -> parquet target
     python benchmarks/crash.py --trials 300 --sink jdbc     # file -> PostgreSQL table
+    python benchmarks/crash.py --trials 100 --sink s3       # file -> parquet on S3 (moto)
     python benchmarks/crash.py --trials 20 --sink both      # what CI runs (tests/test_crash.py)
 
 Each trial adds new input files (new records keep arriving), starts the job in its own process
@@ -38,6 +39,13 @@ PHASES = {
     "between": ("before-commit", 0.02),  # written, not yet committed
     "commit": ("in-commit", 0.15),       # state transaction, then publish
 }
+#: on S3 a publish copies every object (no rename): give the kill a wider window inside it
+S3_PHASES = {**PHASES, "commit": ("in-commit", 1.5)}
+
+
+def s3_conf() -> dict[str, str]:
+    """The worker's s3a session settings, handed down by the harness (``--sink s3``)."""
+    return json.loads(os.environ.get("SPARKMARK_CRASH_S3") or "{}")
 
 
 # ---------------------------------------------------------------------------- the job
@@ -48,14 +56,14 @@ def worker(a: argparse.Namespace) -> None:
     def mark(m: str) -> None:
         print(m, flush=True)
 
-    spark = local_session("crash-worker", cores=1)
+    spark = local_session("crash-worker", cores=1, extra_conf=s3_conf())
     job = Job(spark, state=a.state)
     job.init(JOB, ["--job-bookmark-option", "job-bookmark-enable"])
     mark("before-read")
     df = job.read.files(a.input, format="json", transformation_ctx="src",
                         options={"schema": "id STRING, v LONG"})
     mark("before-write")
-    if a.sink == "files":
+    if a.sink in ("files", "s3"):
         job.write(df, a.target, format="parquet", transformation_ctx="sink")
     else:
         job.write_jdbc(df, a.jdbc, "crash_target", properties={"user": "postgres"},
@@ -71,7 +79,16 @@ def worker(a: argparse.Namespace) -> None:
 
 def verify(a: argparse.Namespace) -> None:
     """Print the record ids in the target (with multiplicity) as JSON."""
-    if a.sink == "files":
+    if a.sink == "s3":
+        from sparkmark.spark import local_session
+        spark = local_session("crash-verify", cores=1, extra_conf=s3_conf())
+        try:
+            ids = [r.id for r in spark.read.parquet(a.target).select("id").collect()]
+        except Exception as e:  # noqa: BLE001 - no data files yet
+            if "PATH_NOT_FOUND" not in str(e) and "UNABLE_TO_INFER_SCHEMA" not in str(e):
+                raise
+            ids = []
+    elif a.sink == "files":
         from sparkmark.spark import local_session
         spark = local_session("crash-verify", cores=1)
         if os.path.isdir(a.target) and any(not n.startswith(("_", "."))
@@ -151,15 +168,23 @@ def run_trials(trials: int, sink: str, seed: int, workdir: Path, log=print) -> d
     inp, target = workdir / "input", workdir / "target"
     inp.mkdir(parents=True, exist_ok=True)
     state = f"sqlite:///{workdir}/state.db"
-    pg = None
+    pg = s3 = None
+    if sink == "s3":
+        from sparkmark.devtools.s3 import Bucket, s3a_session_conf, start_moto
+        s3 = start_moto()
+        bucket = Bucket(s3, "crash")
+        target_url = bucket.url("target")
     base = [sys.executable, __file__, "--dir", str(workdir), "--sink", sink, "--state", state,
-            "--input", str(inp), "--target", str(target)]
+            "--input", str(inp), "--target", target_url if s3 else str(target)]
     if sink == "jdbc":
         pg = start_postgres()
         sa_url = pg.create_database("crash")
         base += ["--jdbc", f"jdbc:postgresql://127.0.0.1:{pg.port}/crash",
                  "--target-sa", sa_url]
     env = dict(os.environ, PYTHONPATH=str(ROOT / "src"), SPARKMARK_LEASE_SECONDS="30")
+    if s3 is not None:
+        env["SPARKMARK_CRASH_S3"] = json.dumps({**s3a_session_conf(), **s3.spark_conf()})
+    phases_of = S3_PHASES if s3 is not None else PHASES
     expected: list[str] = []
     counter = [0]
     outcome: Counter = Counter()
@@ -168,8 +193,8 @@ def run_trials(trials: int, sink: str, seed: int, workdir: Path, log=print) -> d
     try:
         for i in range(trials):
             add_input(inp, rng, counter, expected)
-            phase = rng.choice(list(PHASES))
-            marker, max_delay = PHASES[phase]
+            phase = rng.choice(list(phases_of))
+            marker, max_delay = phases_of[phase]
             phases[phase] += 1
             t = Trial(base + ["--worker"], env)
             reached = t.wait_for(marker)
@@ -196,11 +221,16 @@ def run_trials(trials: int, sink: str, seed: int, workdir: Path, log=print) -> d
     finally:
         if pg is not None:
             pg.stop()
+        if s3 is not None:
+            leftover_keys = [k for k in bucket.keys("target/") if "/_sparkmark_staging/" in k
+                             or "/_temporary/" in k]
+            s3.stop()
     counts = Counter(ids)
     dupes = sorted(r for r, c in counts.items() if c > 1)
     missing = sorted(set(expected) - set(counts))
     unexpected = sorted(set(counts) - set(expected))
-    leftover = (target / "_sparkmark_staging").exists() if sink == "files" else False
+    leftover = (target / "_sparkmark_staging").exists() if sink == "files" else (
+        bool(leftover_keys) if sink == "s3" else False)
     ok = (not dupes and not missing and not unexpected and results[-1]["status"] == "EMPTY"
           and results[-1]["records_written"] == 0 and not leftover)
     return {"sink": sink, "trials": trials, "seed": seed, "phases": dict(phases),
@@ -214,7 +244,7 @@ def run_trials(trials: int, sink: str, seed: int, workdir: Path, log=print) -> d
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--trials", type=int, default=300)
-    ap.add_argument("--sink", choices=("files", "jdbc", "both"), default="files")
+    ap.add_argument("--sink", choices=("files", "jdbc", "s3", "both"), default="files")
     ap.add_argument("--seed", type=int, default=20261121)
     ap.add_argument("--json", default=str(ROOT / "benchmarks" / "results" / "crash.json"))
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)

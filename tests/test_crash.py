@@ -1,8 +1,9 @@
 """The crash harness, small: SIGKILL a real job at random moments, then check exactly-once.
 
 The full version is `python benchmarks/crash.py --trials 300 [--sink jdbc]`.
-CI runs 20 trials against a parquet target and 10 against a PostgreSQL table
-(SPARKMARK_CRASH_TRIALS / SPARKMARK_CRASH_JDBC_TRIALS change that).
+CI runs 20 trials against a parquet target, 10 against a PostgreSQL table and 8 against a
+parquet target on S3 (moto; publish by copy, kills inside it included)
+(SPARKMARK_CRASH_TRIALS / SPARKMARK_CRASH_JDBC_TRIALS / SPARKMARK_CRASH_S3_TRIALS change that).
 """
 from __future__ import annotations
 
@@ -22,8 +23,11 @@ spec.loader.exec_module(crash)
 @pytest.mark.parametrize("sink, trials", [
     ("files", int(os.environ.get("SPARKMARK_CRASH_TRIALS", "20"))),
     ("jdbc", int(os.environ.get("SPARKMARK_CRASH_JDBC_TRIALS", "10"))),
+    ("s3", int(os.environ.get("SPARKMARK_CRASH_S3_TRIALS", "8"))),
 ])
-def test_random_sigkills_never_lose_or_duplicate(tmp_path, sink, trials):
+def test_random_sigkills_never_lose_or_duplicate(tmp_path, sink, trials, request):
+    if sink == "s3":
+        request.getfixturevalue("s3_server")  # skips (or fails in CI) without the s3a jars
     if sink == "jdbc" and not os.path.exists("/usr/share/java/postgresql.jar"):
         pytest.skip("PostgreSQL JDBC driver missing: apt-get install libpostgresql-jdbc-java")
     report = crash.run_trials(trials, sink, seed=1234 + trials, workdir=tmp_path,

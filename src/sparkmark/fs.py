@@ -183,6 +183,39 @@ def _status_slow(st: Any) -> Status:
             int(st.getModificationTime()))
 
 
+#: Hadoop configuration keys whose values are credentials (any bucket's, any connector's)
+_SECRET_CONF = (r"^fs\.(s3a|s3|s3n|gs|azure|abfs|oss)\..*(secret\.key|session\.token|access\.key"
+                r"|secret|password|token|account\.key.*|sas.*)$")
+_SECRET_ENV = ("AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_ACCESS_KEY_ID",
+               "AZURE_STORAGE_KEY", "AZURE_STORAGE_SAS_TOKEN")
+
+
+def storage_secrets(spark: "SparkSession", path: str) -> dict[str, str]:
+    """Credential values for ``path``'s object store that this process knows (the Hadoop
+    configuration's ``fs.s3a.*secret.key``/``session.token``/``access.key`` and friends; over
+    Spark Connect the ``AWS_*`` variables pyarrow uses), keyed so that
+    :meth:`RunContext.add_secrets` scrubs them from every ledger text.  Empty for local paths.
+
+    Example: ``run.add_secrets(storage_secrets(spark, "s3a://lake/in"))``
+    """
+    scheme = path.partition("://")[0].lower() if "://" in path else ""
+    if scheme in ("", "file", "hdfs"):
+        return {}
+    found: dict[str, str] = {}
+    for k in _SECRET_ENV:
+        if os.environ.get(k):
+            found[f"{k.lower()}_password"] = os.environ[k]
+    if not is_connect(spark):
+        try:
+            conf = spark.sparkContext._jsc.hadoopConfiguration()
+            values = conf.getValByRegex(_SECRET_CONF)
+            for i, k in enumerate(values.keySet().toArray()):
+                found[f"conf{i}_password"] = str(values.get(k))
+        except Exception:  # noqa: BLE001 - the scrubbing must never fail a run
+            pass
+    return found
+
+
 def open_fs(spark: "SparkSession", path: str, *, what: str = "path") -> "HadoopFS | ArrowFS":
     """:func:`file_system` for ``path``, or a :class:`SourceError`-free ``ValueError`` naming
     the path when its scheme or URI is bad (callers wrap it in their own error kind)."""

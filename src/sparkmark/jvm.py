@@ -49,6 +49,62 @@ def java_error_text(error: BaseException, *, limit: int = 800) -> str:
     return type(error).__name__
 
 
+# ---------------------------------------------------------------------- object stores
+_NO_BUCKET = ("NoSuchBucket", "NO_SUCH_BUCKET", "bucket does not exist")
+_DENIED = ("403 Forbidden", "Status Code: 403", "InvalidAccessKeyId", "SignatureDoesNotMatch",
+           "AccessDenied", "ACCESS_DENIED", "INVALID_ACCESS_KEY_ID", "SIGNATURE_DOES_NOT_MATCH",
+           "Access Denied", "NoAuthWithAWSException", "No AWS Credentials")
+_UNREACHABLE = ("Connection refused", "Unable to execute HTTP request", "Couldn't connect",
+                "connect timed out", "UnknownHostException", "Connection reset",
+                "NETWORK_CONNECTION", "curlCode: 7")
+
+
+def storage_hint(text: str, path: str) -> str | None:
+    """What to do about an object-store error, from its text (pure), or ``None`` when the
+    text is not one of the three kinds people meet first: a missing bucket, refused
+    credentials, an endpoint that does not answer.  The store's own words are not kept: the
+    SDK's messages run to several lines of request ids.
+
+        >>> storage_hint("... Error Code: NoSuchBucket ...", "s3a://lake/in")
+        "the bucket 'lake' does not exist (NoSuchBucket): create it, or fix the path"
+    """
+    scheme, sep, rest = path.partition("://")
+    if not sep:
+        return None
+    bucket = rest.split("/", 1)[0].rsplit("@", 1)[-1]
+    if any(m in text for m in _NO_BUCKET):
+        return f"the bucket {bucket!r} does not exist (NoSuchBucket): create it, or fix the path"
+    if any(m in text for m in _DENIED):
+        return (f"the object store refused the credentials for bucket {bucket!r} (403 / "
+                "access denied): check fs.s3a.access.key and fs.s3a.secret.key (or "
+                f"fs.s3a.bucket.{bucket}.*) and fs.s3a.aws.credentials.provider in the Spark "
+                "configuration (over Spark Connect: AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY "
+                "in the client too), and that the key may read and write this bucket")
+    if any(m in text for m in _UNREACHABLE):
+        endpoint = ""
+        for word in text.replace("[", " ").split():
+            if word.startswith(("http://", "https://")) or (
+                    ":" in word and word.split(":")[-1].rstrip(".,]").isdigit()
+                    and word[0].isalnum()):
+                endpoint = word.rstrip(".,]")
+                break
+        where = f" ({endpoint})" if endpoint else ""
+        return (f"the object store endpoint{where} for {scheme}://{bucket} does not answer "
+                "(connection refused or timed out): check fs.s3a.endpoint (or "
+                f"fs.s3a.bucket.{bucket}.endpoint) and that the server is up")
+    return None
+
+
+def storage_error_text(error: BaseException, path: str) -> str:
+    """:func:`java_error_text`, or :func:`storage_hint`'s advice for object-store errors.
+
+    Example: ``raise SourceError(f"cannot list {p}: {storage_error_text(e, p)}")``
+    """
+    text = java_error_text(error, limit=4000)
+    hint = storage_hint(text, path)
+    return hint if hint is not None else text[:800]
+
+
 #: frames in a Spark error's Java stack trace that show it came from reading a JDBC table
 #: (Spark's JDBC RDD), not from writing one (``JdbcUtils.savePartition``) or anything else
 _JDBC_READ_MARKERS = ("datasources.jdbc.JDBCRDD",)

@@ -15,9 +15,10 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from ..errors import ConfigError, JobStateError, SinkError
 from ..formats import WRITE_FORMATS
-from ..fs import ArrowFS, HadoopFS, file_system
-from ..jvm import java_error_text
+from ..fs import ArrowFS, HadoopFS, file_system, storage_secrets
+from ..jvm import storage_error_text
 from ..run import FileOutput, RunContext
+from ..secrets import mask_url
 from .stamping import STAGING_DIR, count_while, published_prefix, stamp
 
 if TYPE_CHECKING:
@@ -53,9 +54,15 @@ def write_files(run: RunContext, df: "DataFrame", target: str, *, format: str = 
     run_id, snapshot_ts = run.run_id, run.snapshot_ts
     if run_id is None or snapshot_ts is None:
         raise JobStateError("write() needs a running job: call job.init(name, args) first")
-    fs = file_system(run.spark, target)
-    root = fs.root
-    if fs.is_file(root):
+    run.add_secrets(storage_secrets(run.spark, target))  # s3a keys never reach the ledger
+    try:
+        fs = file_system(run.spark, target)
+        root = fs.root
+        target_is_file = fs.is_file(root)
+    except Exception as e:  # noqa: BLE001 - a missing bucket, refused keys, no endpoint
+        raise SinkError(f"cannot open target {mask_url(target)}: {storage_error_text(e, target)}"
+                        "; nothing was written or committed") from None
+    if target_is_file:
         raise SinkError(f"target {target} is a file, not a directory; write to a directory path")
     stamped = stamp(df, run_id, snapshot_ts) if stamp_rows else df
     # partition columns live in folder names, typed by Spark's guess: compare data columns only
@@ -69,8 +76,9 @@ def write_files(run: RunContext, df: "DataFrame", target: str, *, format: str = 
     try:
         made = fs.mkdirs(fs.path(staging))
     except Exception as e:  # noqa: BLE001 - permission denied and friends come from the JVM
-        raise SinkError(f"cannot write to target {target}: {java_error_text(e)}; check that "
-                        "the directory is writable") from None
+        raise SinkError(f"cannot write to target {mask_url(target)}: "
+                        f"{storage_error_text(e, target)}; check that the directory is "
+                        "writable") from None
     if not made:
         raise SinkError(f"cannot write to target {target}: could not create a directory there "
                         "(permission denied?); check that the directory is writable")
@@ -85,7 +93,8 @@ def write_files(run: RunContext, df: "DataFrame", target: str, *, format: str = 
         n = count_while(stamped, action)
     except Exception as e:  # noqa: BLE001
         fs.delete(fs.path(staging))
-        raise SinkError(f"writing to {target} failed: {java_error_text(e)}") from None
+        raise SinkError(f"writing to {mask_url(target)} failed: {storage_error_text(e, target)}"
+                        "; nothing was committed: the next run writes the same input") from None
     run.add_written(n)
     return n
 

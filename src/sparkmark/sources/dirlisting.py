@@ -19,7 +19,8 @@ from operator import floordiv
 from typing import Callable, Iterator, Sequence
 
 from ..errors import SourceError
-from ..jvm import java_error_text
+from ..jvm import storage_error_text
+from ..secrets import mask_url
 from ..planning.listing import DirEntry, FileEntry, Level, enter, hidden
 
 _MS = 1_000_000
@@ -94,7 +95,9 @@ def hadoop_level(list_status: Callable[[list[str]], list[tuple[str, bool, int, i
         except SourceError:
             raise
         except Exception as e:  # noqa: BLE001 - a Java error from the file system
-            raise SourceError(f"cannot list {where}: {java_error_text(e)}") from None
+            raise SourceError(f"cannot list {mask_url(where)}: {storage_error_text(e, where)}; "
+                              "nothing was read or committed: the next run reads the same "
+                              "input") from None
         groups: dict[str, Level] = {d.rstrip("/"): Level(d, [], []) for d in dirs}
         for path, is_dir, size, mtime in statuses:
             parent, _, name = path.rstrip("/").rpartition("/")

@@ -35,13 +35,14 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 from .. import compat, listing_progress
 from ..errors import ConfigError, SourceError
 from ..formats import PARSED_FORMATS, READ_FORMATS
-from ..fs import file_system
-from ..jvm import java_error_text
+from ..fs import file_system, storage_secrets
+from ..jvm import java_error_text, storage_error_text
 from ..planning.bands import (BandOptions, BandState, FileEntry, excluded, glob_to_regex,
                               plan_all, plan_band, plan_replay, split_options)
 from ..planning.latefiles import SAMPLE, LatePlan, SettledSketch, plan_late
 from ..planning.listing import ListingState, choose_listing, margin_for, merge_states, walk
 from ..run import ReadMode, RunContext
+from ..secrets import mask_url
 from .dirlisting import hadoop_level, local_level
 
 log = logging.getLogger("sparkmark")
@@ -200,14 +201,17 @@ def list_inputs(spark: "SparkSession", paths: Sequence[str], opts: BandOptions, 
             fs = file_system(spark, raw)
             qualified = fs.qualify(raw)
         except Exception as e:  # noqa: BLE001 - bad scheme, bad URI
-            raise SourceError(f"cannot open input path {raw!r}: {java_error_text(e)}; check the "
+            raise SourceError(f"cannot open input path {mask_url(raw)!r}: {java_error_text(e)}; "
+                              "check the "
                               "path and its scheme (file:, hdfs:, s3a:, ...)") from None
         try:
             found = fs.glob(qualified) if _GLOB_CHARS.search(raw) else fs.status_of(qualified)
         except Exception as e:  # noqa: BLE001
-            raise SourceError(f"cannot list input path {raw!r}: {java_error_text(e)}") from None
+            raise SourceError(f"cannot list input path {mask_url(raw)!r}: "
+                              f"{storage_error_text(e, raw)}; nothing was read or committed: the "
+                              "next run reads the same input") from None
         if not found:
-            raise SourceError(f"input path {raw!r} does not exist (or matches no file); check "
+            raise SourceError(f"input path {mask_url(raw)!r} does not exist (or matches no file); check "
                               "the path, or create the directory before the first run")
         resolved.append((fs, found))
     roots = [path for _, found in resolved for path, _, _, _ in found]
@@ -446,7 +450,8 @@ def read_files(run: RunContext, path: str | Sequence[str], *, format: str = "jso
     band_opts, rest = split_options(options)
     opts, schema = reader_options(fmt, rest)
     paths = _as_paths(path)
-
+    for p in paths:  # s3a keys and tokens never reach the ledger
+        run.add_secrets(storage_secrets(run.spark, str(p)))
     bookmark = run.bookmark(transformation_ctx)
     incremental = bookmark.mode is ReadMode.INCREMENTAL
     previous = (BandState.from_element(bookmark.previous)
