@@ -18,6 +18,28 @@ def jdbc_jars() -> list[str]:
     return found
 
 
+def default_conf() -> dict[str, str]:
+    """The settings of ``spark-defaults.conf`` (``$SPARK_CONF_DIR``, else ``$SPARK_HOME/conf``),
+    as spark-submit reads them (``key value``, ``key=value`` or ``key: value`` lines)."""
+    conf_dir = os.environ.get("SPARK_CONF_DIR") or (
+        os.path.join(os.environ["SPARK_HOME"], "conf") if os.environ.get("SPARK_HOME") else "")
+    path = os.path.join(conf_dir, "spark-defaults.conf") if conf_dir else ""
+    out: dict[str, str] = {}
+    if not path or not os.path.isfile(path):
+        return out
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            line = line.strip()
+            if not line or line.startswith(("#", "!")):
+                continue
+            for i, c in enumerate(line):
+                if c in " \t=:":
+                    key, value = line[:i], line[i + 1:].strip().lstrip("=:").strip()
+                    out[key] = value
+                    break
+    return out
+
+
 def local_session(app_name: str = "sparkmark", *, cores: int = 2, extra_conf: dict | None = None,
                   master: str | None = None):
     """``local[cores]`` Spark with the UI off, few shuffle partitions and WARN logging.
@@ -38,7 +60,10 @@ def local_session(app_name: str = "sparkmark", *, cores: int = 2, extra_conf: di
     builder = builder.config("spark.driver.extraJavaOptions",
                              f"-Dlog4j2.configurationFile=file:{log_conf}")
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # no "hostname resolves to loopback"
-    jars = jdbc_jars()
+    # the JDBC drivers join the jars spark-defaults.conf names (the builder's setting would
+    # replace them: e.g. the s3a connector a CLI command needs for an s3a target)
+    jars = [j for j in default_conf().get("spark.jars", "").split(",") if j.strip()]
+    jars += [j for j in jdbc_jars() if j not in jars]
     if jars:
         builder = builder.config("spark.jars", ",".join(jars))
     for k, v in (extra_conf or {}).items():

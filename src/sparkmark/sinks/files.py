@@ -135,10 +135,25 @@ def _without_nulls(t: Any) -> Any:
 
 
 # ---------------------------------------------------------------------- publish / discard / remove
+def _target_fs(spark: "SparkSession", target: str) -> "HadoopFS | ArrowFS":
+    """The file system of a recorded target, or one clear :class:`SinkError` (no connector on
+    the classpath, a missing bucket, refused keys, no endpoint)."""
+    try:
+        return file_system(spark, target)
+    except Exception as e:  # noqa: BLE001 - ClassNotFoundException for s3a and friends
+        text = storage_error_text(e, target)
+        if "ClassNotFound" in text or "No FileSystem for scheme" in text:
+            text += (" (this Spark session has no connector for the target's scheme: add its "
+                     "jars and settings, e.g. spark.jars and spark.hadoop.fs.s3a.* in "
+                     "spark-defaults.conf, as for the job itself)")
+        raise SinkError(f"cannot open target {mask_url(target)}: {text}; nothing was "
+                        "changed") from None
+
+
 def publish_files(spark: "SparkSession", run_id: str, out: FileOutput) -> None:
     """Rename a committed run's staged files into the target (idempotent)."""
     prefix = published_prefix(run_id)
-    fs = file_system(spark, out.target)
+    fs = _target_fs(spark, out.target)
     staging = fs.qualify(out.staging)
     staging_str = staging.toString().rstrip("/")
     for f in fs.files(staging):
@@ -158,7 +173,7 @@ def publish_files(spark: "SparkSession", run_id: str, out: FileOutput) -> None:
 
 def discard_files(spark: "SparkSession", out: FileOutput) -> None:
     """Remove the staged files of a run that did not commit."""
-    fs = file_system(spark, out.target)
+    fs = _target_fs(spark, out.target)
     fs.delete(fs.path(out.staging))
     parent = fs.path(out.staging).getParent()
     if fs.exists(parent) and not fs.children(parent):
@@ -170,7 +185,7 @@ def remove_published_files(spark: "SparkSession", run_id: str, out: FileOutput,
                            dry_run: bool = False) -> list[str]:
     """Delete run ``run_id``'s published files (``sm-<run_id>-*``) from the target."""
     prefix = published_prefix(run_id)
-    fs = file_system(spark, out.target)
+    fs = _target_fs(spark, out.target)
     removed = []
     for f in fs.files(fs.root):
         if f.rsplit("/", 1)[-1].startswith(prefix):

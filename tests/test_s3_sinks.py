@@ -1,0 +1,120 @@
+"""File targets on S3 (moto): exactly once without atomic rename, what a plain reader sees, and
+``bookmark reset --remove-output`` (Python and the CLI, whose own Spark session gets its s3a
+settings from ``spark-defaults.conf`` as any spark-submit would)."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from sparkmark import Bookmarks, Job
+
+from conftest import FakeClock
+
+EN = {"job_bookmark_option": "job-bookmark-enable"}
+MIN = 60_000
+SPARKMARK = str(Path(sys.executable).with_name("sparkmark"))
+
+
+@pytest.fixture(scope="module")
+def spark(any_spark):
+    return any_spark
+
+
+@pytest.fixture
+def now_clock() -> FakeClock:
+    return FakeClock(start=int(time.time() * 1000))
+
+
+def add_batch(s3, k: int) -> None:
+    s3.put(f"in/b{k}.json", "".join(json.dumps({"id": 10 * k + i}) + "\n" for i in (1, 2)))
+
+
+def run_job(spark, url, clock, s3) -> str:
+    clock.now = max(clock.now + MIN, int(time.time() * 1000) + 2000)
+    job = Job(spark, state=url, clock=clock).init("orders", EN)
+    df = job.read.files(s3.url("in"), format="json", transformation_ctx="src")
+    job.write(df, s3.url("out"), transformation_ctx="sink")
+    job.commit()
+    return job.run_id
+
+
+def target_ids(spark, s3) -> list[int]:
+    if not [k for k in s3.keys("out/") if not k.split("/")[-1].startswith(("_", "."))]:
+        return []
+    return sorted(r.id for r in spark.read.parquet(s3.url("out")).select("id").collect())
+
+
+def test_writes_are_exactly_once_and_leave_nothing_staged(spark, s3, sqlite_url, now_clock):
+    for k in range(3):
+        add_batch(s3, k)
+        run_job(spark, sqlite_url, now_clock, s3)
+    assert target_ids(spark, s3) == [1, 2, 11, 12, 21, 22]
+    keys = s3.keys("out/")
+    assert not [k for k in keys if "_sparkmark_staging" in k or "_temporary" in k], keys
+    assert all(k.split("/")[-1].startswith("sm-") for k in keys if k.endswith(".parquet"))
+
+
+def test_a_plain_reader_never_sees_a_run_that_did_not_commit(spark, s3, sqlite_url, now_clock):
+    """Staged objects live under ``_sparkmark_staging/`` (Spark's readers skip ``_`` paths): a
+    run that wrote but did not commit adds nothing a reader sees, and the next run removes it."""
+    add_batch(s3, 0)
+    run_job(spark, sqlite_url, now_clock, s3)
+    add_batch(s3, 1)
+    now_clock.advance(MIN)
+    job = Job(spark, state=sqlite_url, clock=now_clock).init("orders", EN)
+    df = job.read.files(s3.url("in"), format="json", transformation_ctx="src")
+    job.write(df, s3.url("out"), transformation_ctx="sink")
+    assert [k for k in s3.keys("out/") if "_sparkmark_staging" in k]  # staged...
+    assert target_ids(spark, s3) == [1, 2]  # ...but invisible
+    job.fail("interrupted on purpose")
+    assert not [k for k in s3.keys("out/") if "_sparkmark_staging" in k]
+    run_job(spark, sqlite_url, now_clock, s3)
+    assert target_ids(spark, s3) == [1, 2, 11, 12]
+
+
+def test_reset_remove_output_on_s3_then_rerun_is_exactly_once(spark, s3, sqlite_url, now_clock):
+    ids = []
+    for k in range(3):
+        add_batch(s3, k)
+        ids.append(run_job(spark, sqlite_url, now_clock, s3))
+    r1, r2, r3 = ids
+    bm = Bookmarks(sqlite_url, clock=now_clock)
+    plan = bm.reset("orders", run_id=r1, remove_output=True, spark=spark)
+    assert plan.run_ids == [r2, r3]
+    assert not [k for k in s3.keys("out/") if f"sm-{r2}-" in k or f"sm-{r3}-" in k]
+    assert target_ids(spark, s3) == [1, 2]
+    run_job(spark, sqlite_url, now_clock, s3)
+    assert target_ids(spark, s3) == [1, 2, 11, 12, 21, 22]
+
+
+def test_cli_reset_remove_output_reads_s3a_settings_from_spark_defaults(
+        spark, s3, s3_server, sqlite_url, now_clock, tmp_path):
+    from sparkmark.compat import is_connect
+    from sparkmark.devtools.s3 import s3a_session_conf
+    if is_connect(spark):
+        pytest.skip("the CLI starts its own classic session: once is enough")
+    classic_spark = spark
+    for k in range(2):
+        add_batch(s3, k)
+        run_job(classic_spark, sqlite_url, now_clock, s3)
+    conf_dir = tmp_path / "conf"
+    conf_dir.mkdir()
+    settings = {**s3a_session_conf(), **s3_server.spark_conf()}
+    (conf_dir / "spark-defaults.conf").write_text(
+        "".join(f"{k} {v}\n" for k, v in settings.items()))
+    env = {**os.environ, "SPARK_CONF_DIR": str(conf_dir), "SPARK_LOCAL_IP": "127.0.0.1"}
+    bm = Bookmarks(sqlite_url)
+    [first, second] = [r["RunId"] for r in bm.history("orders")[-2:]]
+    out = subprocess.run([SPARKMARK, "--state", sqlite_url, "bookmark", "reset", "orders",
+                          "--run-id", first, "--remove-output"], env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert not [k for k in s3.keys("out/") if f"sm-{second}-" in k]
+    assert target_ids(classic_spark, s3) == [1, 2]
+    assert s3_server.secret_key not in out.stdout + out.stderr or s3_server.secret_key == "testing"
