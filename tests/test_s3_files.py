@@ -166,3 +166,60 @@ def test_random_timeline_reads_every_object_version_once(spark, s3, sqlite_url, 
     assert unread == []
     if is_connect(spark):
         assert all(k.startswith("tl/") for k in versions)
+
+
+def _put_many(s3, keys: list[str]) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(lambda k: s3.put(k, lines([len(k)])), keys))
+
+
+def test_lexical_listing_of_1000_partitions_costs_a_few_list_requests(spark, s3, s3_server,
+                                                                      sqlite_url, now_clock):
+    """N daily ``dt=`` partitions (SPARKMARK_S3_PARTITIONS, 300 here; benchmarks/s3.py runs
+    1,000), new objects in the newest one and in a new day: an incremental run's listing makes
+    at most 5 LIST requests (recorded in the ledger; the server's count of the whole run minus
+    a plain Spark read of the same objects agrees), a full listing more than N.
+    Classic sessions only (over Connect the client lists through pyarrow: the same
+    plan, counted by tests/test_s3_files' other runs)."""
+    import datetime as dt
+    import os
+    if is_connect(spark):
+        pytest.skip("classic only: a minute of uploads and listings is enough once")
+    n = int(os.environ.get("SPARKMARK_S3_PARTITIONS", "300"))
+    days = [(dt.date(2022, 1, 1) + dt.timedelta(days=i)).isoformat() for i in range(n + 1)]
+    new_day = days.pop()
+    _put_many(s3, [f"p/dt={d}/a.json" for d in days])
+    src = s3.url("p")
+    opts = {"incrementalListing": "true", "fullListingInterval": "1000"}
+    now_clock.now = int(time.time() * 1000) + 2 * SEC
+
+    def counted_run(expect_ids: int) -> tuple[int, dict]:
+        before = s3_server.requests("LIST")
+        job = Job(spark, state=sqlite_url, clock=now_clock).init("daily", ENABLE)
+        df = job.read.files(src, format="json", transformation_ctx="src", options=opts)
+        assert df.count() == expect_ids
+        job.commit()
+        lists = s3_server.requests("LIST") - before
+        info = json.loads(job.store.list_runs(job_name="daily")[-1]["config"])
+        now_clock.advance(MIN)
+        return lists, info["sources"]["src"] if "sources" in info else info
+
+    full, info = counted_run(n)
+    assert full >= n + 1
+    _put_many(s3, [f"p/dt={days[-1]}/b.json", f"p/dt={new_day}/a.json"])
+    lexical, info = counted_run(2)
+    text = json.dumps(info)
+    assert '"lexical"' in text
+    # the rest of the run's requests are Spark's own for reading two objects by path: a plain
+    # Spark read of the same two objects makes them too
+    before = s3_server.requests("LIST")
+    spark.read.json([s3.url(f"p/dt={days[-1]}/b.json"), s3.url(f"p/dt={new_day}/a.json")]).count()
+    plain = s3_server.requests("LIST") - before
+    # measured: the listing 4 (the root's status, the root, the two partitions), the commit
+    # check none (a HEAD per file), Spark's read 2 more than the plain read (the basePath
+    # probe that keeps the partition column)
+    assert lexical - plain <= 6, (lexical, plain)
+    if not is_connect(spark):  # S3A's own count of the listing, recorded per source
+        listed = json.loads(text)["list_requests"] if "list_requests" in text else None
+        assert listed is not None and listed <= 5, text

@@ -89,7 +89,13 @@ class HadoopFS:
 
     def status_of(self, p: Any) -> list[Status]:
         """``[(path, is_dir, size, mtime)]`` of ``p`` itself, or ``[]`` if it does not exist."""
-        return self.parse([self.fs.getFileStatus(p)]) if self.exists(p) else []
+        try:  # one getFileStatus, not exists() + getFileStatus (each a HEAD + LIST on S3)
+            return self.parse([self.fs.getFileStatus(p)])
+        except Exception as e:  # noqa: BLE001 - FileNotFoundException comes through py4j
+            if "FileNotFoundException" in str(getattr(e, "java_exception", "")) or \
+                    "FileNotFoundException" in str(e):
+                return []
+            raise
 
     def glob(self, p: Any) -> list[Status]:
         """Statuses of the paths matching the glob ``p`` (Hadoop's glob syntax)."""
@@ -106,6 +112,27 @@ class HadoopFS:
     def delete(self, p: Any) -> None:
         if self.exists(p):
             self.fs.delete(p, True)
+
+    # -------------------------------------------------------------- counting
+    def store_key(self) -> str:
+        """The file system instance's URI (``s3a://bucket``): one counter per key."""
+        return str(self.fs.getUri().toString())
+
+    def list_requests(self) -> int | None:
+        """LIST requests this JVM's file system for the root's bucket has made so far (S3A's
+        ``object_list_request`` + ``object_continue_list_request`` statistics), or ``None``
+        where the file system keeps no such count (local disks, HDFS)."""
+        try:
+            stats = self.fs.getStorageStatistics()
+            total = 0
+            seen = False
+            for name in ("object_list_request", "object_continue_list_request"):
+                if stats.isTracked(name):
+                    seen = True
+                    total += int(stats.getLong(name) or 0)
+            return total if seen else None
+        except Exception:  # noqa: BLE001 - a file system without storage statistics
+            return None
 
     # -------------------------------------------------------------- listing
     def list_level(self, dirs: Sequence[str]) -> list[Status]:
@@ -232,6 +259,7 @@ def open_fs(spark: "SparkSession", path: str, *, what: str = "path") -> "HadoopF
 # directory on a machine or mount they share).  Local paths are spelled ``file:/abs/path``;
 # ``s3a://``/``s3n://`` open as ``s3://``, ``abfs(s)://container@account...`` as Azure.
 _GLOB_CHARS = re.compile(r"[*?\[{]")
+_ARROW_LISTINGS = [0]  # directory listings made through pyarrow (ArrowFS.list_requests)
 
 
 def file_system(spark: "SparkSession", path: str) -> "HadoopFS | ArrowFS":
@@ -321,6 +349,14 @@ class ArrowFS:
     def path(self, p: Any) -> ArrowPath:
         return ArrowPath(qualify(str(p)))
 
+    def store_key(self) -> str:
+        return str(self.root).split("/", 3)[2] if "://" in str(self.root) else "file"
+
+    def list_requests(self) -> int | None:
+        """Directory listings this client made on an object store (each at least one LIST
+        request; pyarrow pages long ones on its own), ``None`` on local disks."""
+        return None if str(self.root).startswith("file:") else _ARROW_LISTINGS[0]
+
     qualify = path
 
     def _native(self, p: Any) -> str:
@@ -381,6 +417,7 @@ class ArrowFS:
         for d in dirs:
             f, native = _open(d)
             qual = d.rstrip("/")
+            _ARROW_LISTINGS[0] += 1
             for info in f.get_file_info(pafs.FileSelector(native, recursive=False,
                                                           allow_not_found=True)):
                 is_dir = info.type == pafs.FileType.Directory
@@ -493,6 +530,7 @@ def _list_tree(root: str, descend: Callable[[str], bool],
     stack = [(native_root, root.rstrip("/"))]
     while stack:
         native, qual = stack.pop()
+        _ARROW_LISTINGS[0] += 1
         for info in f.get_file_info(pafs.FileSelector(native, recursive=False,
                                                       allow_not_found=True)):
             name = info.base_name

@@ -141,6 +141,8 @@ class Listing:
         self.file_dirs: list[tuple[str, str, str]] = []  # (root, dir, one file path in it)
         self.mode = "full"
         self.dirs_listed = 0
+        #: LIST requests made on object stores while listing (None: no store counted them)
+        self.list_requests: int | None = None
         self.state: ListingState | None = None
 
     def base(self, path: str) -> str | None:
@@ -196,6 +198,7 @@ def list_inputs(spark: "SparkSession", paths: Sequence[str], opts: BandOptions, 
     patterns = [glob_to_regex(g) for g in opts.exclusions]
     out = Listing()
     resolved: list[tuple[Any, list[tuple[str, bool, int, int]]]] = []
+    list_before: dict[str, tuple[Any, int | None]] = {}  # LIST requests per store, at start
     for raw in paths:
         try:
             fs = file_system(spark, raw)
@@ -204,6 +207,10 @@ def list_inputs(spark: "SparkSession", paths: Sequence[str], opts: BandOptions, 
             raise SourceError(f"cannot open input path {mask_url(raw)!r}: {java_error_text(e)}; "
                               "check the "
                               "path and its scheme (file:, hdfs:, s3a:, ...)") from None
+        if "://" in str(raw) and not str(raw).startswith("file:"):  # object stores count LISTs
+            key = fs.store_key()
+            if key not in list_before:
+                list_before[key] = (fs, fs.list_requests())
         try:
             found = fs.glob(qualified) if _GLOB_CHARS.search(raw) else fs.status_of(qualified)
         except Exception as e:  # noqa: BLE001
@@ -257,6 +264,10 @@ def list_inputs(spark: "SparkSession", paths: Sequence[str], opts: BandOptions, 
     out.mode = mode
     if states:
         out.state = merge_states(states)
+    counted = [(fs.list_requests(), before) for fs, before in list_before.values()
+               if before is not None]
+    if counted:
+        out.list_requests = sum((after or 0) - before for after, before in counted)
     return out
 
 
@@ -283,8 +294,12 @@ def changed_files(spark: "SparkSession", files: Sequence[FileEntry]) -> list[str
     for d, entries in by_dir.items():
         try:
             fs = file_system(spark, d)
-            now = {p: (size, mtime) for p, size, mtime
-                   in fs.list_tree(d, descend=lambda _name: False, skip=lambda _name: False)}
+            if len(entries) <= 2:  # a status per file: on S3 a HEAD each, not a LIST
+                now = {p: (size, mtime) for f in entries
+                       for p, _, size, mtime in fs.status_of(fs.path(f.path))}
+            else:
+                now = {p: (size, mtime) for p, size, mtime in
+                       fs.list_tree(d, descend=lambda _name: False, skip=lambda _name: False)}
         except Exception:  # noqa: BLE001 - the directory is gone: nothing to compare
             continue
         for f in entries:
@@ -504,6 +519,8 @@ def read_files(run: RunContext, path: str | Sequence[str], *, format: str = "jso
     if why:
         info["listing_reason"] = why
     info["dirs_listed"] = listing.dirs_listed
+    if listing.list_requests is not None:
+        info["list_requests"] = listing.list_requests
     info["listed"] = len(listing.entries)
     info["sample"] = [f.path.rsplit("/", 1)[-1] for f in selected[:10]]
     element = None
