@@ -15,7 +15,8 @@ SUITES35 ?= tests/test_compat.py tests/test_state_store.py tests/test_lifecycle.
 	tests/test_files.py tests/test_files_errors.py tests/test_sinks.py tests/test_sinks_jdbc.py \
 	tests/test_crash.py tests/test_pipeline.py tests/test_cli_pipeline.py \
 	tests/test_jdbc_derby.py tests/test_jdbc_postgres.py tests/test_glue.py \
-	tests/test_glue_scripts.py tests/test_cli.py tests/test_demo.py tests/test_s3_files.py
+	tests/test_glue_scripts.py tests/test_cli.py tests/test_demo.py tests/test_s3_files.py \
+	tests/test_s3_errors.py tests/test_s3_sinks.py
 CRASH_TRIALS35 ?= 5
 CRASH_JDBC_TRIALS35 ?= 3
 
@@ -71,6 +72,7 @@ test35: install35 jars
 	SPARKMARK_TEST_BACKENDS=$${SPARKMARK_TEST_BACKENDS35:-sqlite} \
 	SPARKMARK_CRASH_TRIALS=$${SPARKMARK_CRASH_TRIALS35:-$(CRASH_TRIALS35)} \
 	SPARKMARK_CRASH_JDBC_TRIALS=$${SPARKMARK_CRASH_JDBC_TRIALS35:-$(CRASH_JDBC_TRIALS35)} \
+	SPARKMARK_CRASH_S3_TRIALS=$${SPARKMARK_CRASH_S3_TRIALS35:-3} \
 	$(BIN35)/python -m pytest -q -p no:cacheprovider --durations=10 $(SUITES35)
 
 bench: install

@@ -207,6 +207,8 @@ def test_lexical_listing_of_1000_partitions_costs_a_few_list_requests(spark, s3,
 
     full, info = counted_run(n)
     assert full >= n + 1
+    if not is_connect(spark):
+        assert info["list_requests"] >= n + 1, info
     _put_many(s3, [f"p/dt={days[-1]}/b.json", f"p/dt={new_day}/a.json"])
     lexical, info = counted_run(2)
     text = json.dumps(info)
@@ -222,4 +224,4 @@ def test_lexical_listing_of_1000_partitions_costs_a_few_list_requests(spark, s3,
     assert lexical - plain <= 6, (lexical, plain)
     if not is_connect(spark):  # S3A's own count of the listing, recorded per source
         listed = json.loads(text)["list_requests"] if "list_requests" in text else None
-        assert listed is not None and listed <= 5, text
+        assert listed is not None and 3 <= listed <= 5, text  # the root, two partitions

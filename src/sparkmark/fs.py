@@ -119,19 +119,21 @@ class HadoopFS:
         return str(self.fs.getUri().toString())
 
     def list_requests(self) -> int | None:
-        """LIST requests this JVM's file system for the root's bucket has made so far (S3A's
-        ``object_list_request`` + ``object_continue_list_request`` statistics), or ``None``
-        where the file system keeps no such count (local disks, HDFS)."""
+        """LIST requests this file system instance (one per bucket) has made so far: S3A's
+        ``object_list_request`` + ``object_continue_list_request`` IOStatistics counters, or
+        ``None`` where the file system keeps no such count (local disks, HDFS).  (Not the
+        storage statistics: S3A shares one of those per JVM, bound to the first bucket.)"""
         try:
-            stats = self.fs.getStorageStatistics()
-            total = 0
+            counters = self.fs.getIOStatistics().counters()
             seen = False
+            total = 0
             for name in ("object_list_request", "object_continue_list_request"):
-                if stats.isTracked(name):
+                value = counters.get(name)
+                if value is not None:
                     seen = True
-                    total += int(stats.getLong(name) or 0)
+                    total += int(value)
             return total if seen else None
-        except Exception:  # noqa: BLE001 - a file system without storage statistics
+        except Exception:  # noqa: BLE001 - a file system without IOStatistics
             return None
 
     # -------------------------------------------------------------- listing
