@@ -50,7 +50,7 @@ def incremental(spark, server, bucket, n: int, repeat: int, state: str) -> dict:
     job.read.files(bucket.url("inc"), transformation_ctx="src").count()
     job.commit()
     ours, plain, base = [], [], n
-    for r in range(repeat):
+    for _ in range(repeat):
         new = [f"inc/o{base + i:06d}.json" for i in range(max(1, n // 100))]
         base += len(new)
         put_many(bucket, new, lambda k: line(int(k[5:11])))
