@@ -280,25 +280,35 @@ def start_moto() -> S3Server:
     """
     import logging
 
-    from moto.server import ThreadedMotoServer
+    from moto.moto_server.werkzeug_app import (
+        DomainDispatcherApplication,
+        MotoRequestHandler,
+        create_backend_app,
+    )
+    from werkzeug.serving import make_server
 
     logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one line per request otherwise
-    server = ThreadedMotoServer(ip_address=LOOPBACK, port=0, verbose=False)
-    server.start()
-    _, port = server.get_host_and_port()
-    s3 = S3Server("moto", int(port), "testing", "testing", _stop=server.stop)
-    wsgi: Any = server._server  # werkzeug's server: wrap its app to count what it serves
-    inner = wsgi.app
+    inner = DomainDispatcherApplication(create_backend_app)
     lock = threading.Lock()
+    log: list[tuple[str, str, str]] = []
 
     def counting(environ: dict, start_response: Callable) -> Any:
         with lock:
-            s3.log.append((environ.get("REQUEST_METHOD", ""), environ.get("PATH_INFO", ""),
-                           environ.get("QUERY_STRING", "")))
+            log.append((environ.get("REQUEST_METHOD", ""), environ.get("PATH_INFO", ""),
+                        environ.get("QUERY_STRING", "")))
         return inner(environ, start_response)
 
-    wsgi.app = counting
-    return s3
+    # what moto's ThreadedMotoServer does, with the app wrapped to count what it serves
+    wsgi = make_server(LOOPBACK, 0, counting, True, request_handler=MotoRequestHandler)
+    thread = threading.Thread(target=wsgi.serve_forever, name="moto", daemon=True)
+    thread.start()
+
+    def stop() -> None:
+        wsgi.shutdown()
+        thread.join()
+
+    return S3Server("moto", int(wsgi.server_address[1]), "testing", "testing", log=log,
+                    _stop=stop)
 
 
 def reset_moto(server: S3Server) -> None:
