@@ -183,9 +183,14 @@ def s3_server():
 
 @pytest.fixture
 def s3(s3_server, classic_spark, monkeypatch):
-    """A fresh bucket on the moto server; the classic session and pyarrow point at it."""
+    """A fresh bucket on the moto server; the classic session points at it.  A Connect client
+    learns the endpoint from the Connect server's settings; the server never sends secrets, so
+    the client has the keys the way users give them: ``AWS_*`` variables (no endpoint there)."""
     from sparkmark.devtools.s3 import Bucket
     s3_server.configure(classic_spark)
     for k, v in s3_server.arrow_env().items():
-        monkeypatch.setenv(k, v)
+        if "ENDPOINT" in k:
+            monkeypatch.delenv(k, raising=False)
+        else:
+            monkeypatch.setenv(k, v)
     return Bucket(s3_server, f"sm-{os.getpid()}-{next(_counter)}")

@@ -318,6 +318,17 @@ FILE_SCRIPTS = [  # (name, script, extra argv, extra env)
 ]
 
 
+def shaped_items() -> list[dict]:
+    """The runner's plan: every Glue-shaped script, and the no-commit and no-job cases."""
+    items = [{"name": n, "script": s, "argv": ["--JOB_NAME", n, *ENABLE, *argv], "env": e}
+             for n, s, argv, e in FILE_SCRIPTS]
+    return items + [{"name": "no_commit_enabled", "script": "no_commit.py",
+                     "argv": ["--JOB_NAME", "no_commit_enabled", *ENABLE]},
+                    {"name": "no_commit_disabled", "script": "no_commit.py",
+                     "argv": ["--JOB_NAME", "no_commit_disabled"]},
+                    {"name": "no_job", "script": "examples_no_job.py", "argv": []}]
+
+
 @pytest.mark.timeout(2400)  # 26 script runs in two processes; slow on a loaded machine
 def test_glue_shaped_scripts_twice_only_new_input(tmp_path):
     lake, out = tmp_path / "lake", tmp_path / "out"
@@ -327,13 +338,7 @@ def test_glue_shaped_scripts_twice_only_new_input(tmp_path):
                                                      "s3://out": str(out)}))
     env = {"SPARKMARK_STATE": state, "SPARKMARK_GLUE_CATALOG": str(tmp_path / "catalog.json"),
            "SPARKMARK_PATH_MAP": str(tmp_path / "paths.json")}
-    items = [{"name": n, "script": s, "argv": ["--JOB_NAME", n, *ENABLE, *argv], "env": e}
-             for n, s, argv, e in FILE_SCRIPTS]
-    items += [{"name": "no_commit_enabled", "script": "no_commit.py",
-               "argv": ["--JOB_NAME", "no_commit_enabled", *ENABLE]},
-              {"name": "no_commit_disabled", "script": "no_commit.py",
-               "argv": ["--JOB_NAME", "no_commit_disabled"]},
-              {"name": "no_job", "script": "examples_no_job.py", "argv": []}]
+    items = shaped_items()
     _first_input(lake, out)
     first = run_plan(tmp_path, items, env, "1")
     assert {k: v["code"] for k, v in first.items() if v["code"]} == {}, first
@@ -343,6 +348,58 @@ def test_glue_shaped_scripts_twice_only_new_input(tmp_path):
     _second_input(lake)
     second = run_plan(tmp_path, items, env, "2")
     assert {k: v["code"] for k, v in second.items() if v["code"]} == {}, second
+    check_shaped_outputs(tmp_path)
+
+
+@pytest.mark.timeout(2400)
+def test_glue_shaped_scripts_on_s3_straight_to_the_endpoint(tmp_path, s3_server):
+    """The same scripts with their ``s3://`` paths sent to an S3 server (moto, its own, since the
+    scripts name the buckets ``lake`` and ``out``): no path map, only spark-defaults.conf with
+    the s3a connector and the endpoint, as a cluster would have it.  The inputs are uploaded,
+    the outputs downloaded afterwards and checked like the local ones."""
+    from sparkmark.devtools.s3 import Bucket, s3a_session_conf, start_moto
+    server = start_moto()
+    try:
+        lake, out = Bucket(server, "lake"), Bucket(server, "out")
+        state = f"sqlite:///{tmp_path / 'state.db'}"
+        (tmp_path / "catalog.json").write_text(json.dumps(FILE_CATALOG))
+        conf_dir = tmp_path / "conf"
+        conf_dir.mkdir()
+        (conf_dir / "spark-defaults.conf").write_text("".join(
+            f"{k} {v}\n" for k, v in {**s3a_session_conf(), **server.spark_conf()}.items()))
+        env = {"SPARKMARK_STATE": state, "SPARKMARK_GLUE_CATALOG": str(tmp_path / "catalog.json"),
+               "SPARK_CONF_DIR": str(conf_dir), "SPARK_LOCAL_IP": "127.0.0.1"}
+        items = shaped_items()
+        local = tmp_path / "local"
+
+        sent: set[Path] = set()
+
+        def upload() -> None:  # what is new under local/ since the last upload
+            for p in sorted(set(local.rglob("*")) - sent):
+                if p.is_file():
+                    bucket = lake if p.relative_to(local).parts[0] == "lake" else out
+                    bucket.put("/".join(p.relative_to(local).parts[1:]), p.read_bytes())
+                    sent.add(p)
+
+        _first_input(local / "lake", local / "out")
+        upload()
+        first = run_plan(tmp_path, items, env, "1")
+        assert {k: v["code"] for k, v in first.items() if v["code"]} == {}, first
+        # purge_and_load.py: on S3 both scratch objects are minutes old (an upload cannot be
+        # back-dated): retentionPeriod 1 (hour) keeps both; the exports table is emptied
+        assert sorted(out.keys("scratch/")) == ["scratch/fresh.tmp", "scratch/old.tmp"]
+        assert [k for k in out.keys("exports/") if not k.endswith("/")] == []
+        _second_input(local / "lake")
+        upload()
+        second = run_plan(tmp_path, items, env, "2")
+        assert {k: v["code"] for k, v in second.items() if v["code"]} == {}, second
+        for key in out.keys():
+            if not key.endswith("/"):
+                _text(tmp_path / "out" / key, "")
+                (tmp_path / "out" / key).write_bytes(out.get(key))
+        assert server.requests("LIST") > 0  # the scripts really listed this server
+    finally:
+        server.stop()
     check_shaped_outputs(tmp_path)
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from .compat import is_connect
 from .jvm import java_error_text
@@ -234,6 +234,9 @@ def storage_secrets(spark: "SparkSession", path: str) -> dict[str, str]:
     for k in _SECRET_ENV:
         if os.environ.get(k):
             found[f"{k.lower()}_password"] = os.environ[k]
+    for i, (k, v) in enumerate(sorted(_S3_CONF.items())):  # a Connect server's s3a settings
+        if re.match(_SECRET_CONF, k) and v:
+            found[f"server{i}_password"] = v
     if not is_connect(spark):
         try:
             conf = spark.sparkContext._jsc.hadoopConfiguration()
@@ -267,13 +270,72 @@ _ARROW_LISTINGS = [0]  # directory listings made through pyarrow (ArrowFS.list_r
 def file_system(spark: "SparkSession", path: str) -> "HadoopFS | ArrowFS":
     """The file system of ``path`` for this session — the one place that chooses by session
     type: Hadoop's through the JVM for classic sessions (every Spark path, with the Hadoop
-    configuration's credentials), ``pyarrow.fs`` over Spark Connect (no JVM in this process).
+    configuration's credentials), ``pyarrow.fs`` over Spark Connect (no JVM in this process;
+    S3 paths use the Connect server's own ``spark.hadoop.fs.s3a.*`` endpoint and credentials).
 
     Example: ``file_system(spark, "s3a://bucket/out").files("s3a://bucket/out")``.
     """
     if is_connect(spark):
+        if path.partition("://")[0].lower() in ("s3a", "s3n", "s3"):
+            _learn_server_s3(spark)
         return ArrowFS(path)
     return HadoopFS(spark, path)
+
+
+#: ``spark.hadoop.fs.s3a.*`` of the Connect servers this client talks to (by session id): the
+#: client's S3 clients use the server's endpoint and credentials, not only ``AWS_*`` variables
+_SERVER_S3: dict[str, dict[str, str]] = {}
+_S3_CONF: dict[str, str] = {}  # the settings of the session seen last (one server per client)
+_ARROW_S3: dict[tuple, Any] = {}  # pyarrow S3FileSystem per (bucket's options)
+
+
+def _learn_server_s3(spark: "SparkSession") -> None:
+    key = str(getattr(spark, "session_id", id(spark)))
+    if key not in _SERVER_S3:
+        conf: dict[str, str] = {}
+        try:
+            every = spark.conf.getAll  # Spark 4's Connect client: a dict of the session's conf
+            items = every.items() if isinstance(every, dict) else []
+        except Exception:  # noqa: BLE001 - older clients: nothing to learn, AWS_* env applies
+            items = []
+        for k, v in items:
+            if k.startswith("spark.hadoop.fs.s3a."):
+                conf[k[len("spark.hadoop."):]] = str(v)
+        _SERVER_S3[key] = conf
+    _S3_CONF.clear()
+    _S3_CONF.update(_SERVER_S3[key])
+
+
+def arrow_s3_options(conf: Mapping[str, str], bucket: str) -> dict[str, Any] | None:
+    """``pyarrow.fs.S3FileSystem`` arguments from s3a's Hadoop settings for ``bucket`` (its
+    ``fs.s3a.bucket.<bucket>.*`` keys win), or ``None`` when they name neither an endpoint nor
+    keys (pyarrow then uses the ``AWS_*`` variables and its own chain) (pure).
+
+        arrow_s3_options({"fs.s3a.endpoint": "http://127.0.0.1:9000",
+                          "fs.s3a.access.key": "k", "fs.s3a.secret.key": "s"}, "lake")
+        # {"endpoint_override": "127.0.0.1:9000", "scheme": "http", "access_key": "k", ...}
+    """
+    def get(name: str) -> str | None:
+        v = conf.get(f"fs.s3a.bucket.{bucket}.{name}", conf.get(f"fs.s3a.{name}"))
+        return v.strip() if isinstance(v, str) and v.strip() else None
+
+    endpoint, access, secret = get("endpoint"), get("access.key"), get("secret.key")
+    if not (endpoint or access):
+        return None
+    opts: dict[str, Any] = {}
+    if endpoint:
+        scheme, sep, host = endpoint.partition("://")
+        ssl = (get("connection.ssl.enabled") or "true").lower() != "false"
+        opts["endpoint_override"] = host if sep else endpoint
+        opts["scheme"] = scheme.lower() if sep else ("https" if ssl else "http")
+        opts["force_virtual_addressing"] = (get("path.style.access") or "false").lower() != "true"
+    if access and secret:
+        opts["access_key"], opts["secret_key"] = access, secret
+        token = get("session.token")
+        if token:
+            opts["session_token"] = token
+    opts["region"] = get("endpoint.region") or os.environ.get("AWS_REGION") or "us-east-1"
+    return opts
 
 
 class ArrowPath(str):
@@ -311,8 +373,14 @@ def _open(qualified: str):
     scheme, _, rest = qualified.partition("://")
     scheme = scheme.lower()
     if scheme in ("s3a", "s3n", "s3"):
-        f, native = pafs.FileSystem.from_uri("s3://" + rest)
-        return f, native
+        opts = arrow_s3_options(_S3_CONF, rest.split("/", 1)[0]) if _S3_CONF else None
+        if opts is None:
+            f, native = pafs.FileSystem.from_uri("s3://" + rest)
+            return f, native
+        key = tuple(sorted(opts.items()))
+        if key not in _ARROW_S3:
+            _ARROW_S3[key] = pafs.S3FileSystem(**opts)
+        return _ARROW_S3[key], rest.rstrip("/") if rest.count("/") else rest
     if scheme in ("abfs", "abfss", "wasb", "wasbs"):
         # abfs://container@account.dfs.core.windows.net/path
         container_account, _, path = rest.partition("/")
@@ -552,5 +620,5 @@ def _mtime_ms(info) -> int:
     return int(ns // 1_000_000) if ns is not None else 0
 
 
-__all__: Sequence[str] = ["ArrowFS", "HadoopFS", "Status", "file_system", "is_connect", "open_fs",
-                          "parse_statuses"]
+__all__: Sequence[str] = ["ArrowFS", "HadoopFS", "Status", "arrow_s3_options", "file_system",
+                          "is_connect", "open_fs", "parse_statuses"]

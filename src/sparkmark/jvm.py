@@ -78,8 +78,8 @@ def storage_hint(text: str, path: str) -> str | None:
         return (f"the object store refused the credentials for bucket {bucket!r} (403 / "
                 "access denied): check fs.s3a.access.key and fs.s3a.secret.key (or "
                 f"fs.s3a.bucket.{bucket}.*) and fs.s3a.aws.credentials.provider in the Spark "
-                "configuration (over Spark Connect: AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY "
-                "in the client too), and that the key may read and write this bucket")
+                "configuration (over Spark Connect the client uses the server's settings, else "
+                "AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY), and that the key may read and write this bucket")
     if any(m in text for m in _UNREACHABLE):
         endpoint = ""
         for word in text.replace("[", " ").split():

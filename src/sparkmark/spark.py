@@ -4,6 +4,7 @@ from __future__ import annotations
 import glob
 import os
 import sys
+from typing import Mapping
 
 
 def jdbc_jars() -> list[str]:
@@ -18,11 +19,15 @@ def jdbc_jars() -> list[str]:
     return found
 
 
-def default_conf() -> dict[str, str]:
+def default_conf(env: Mapping[str, str] | None = None) -> dict[str, str]:
     """The settings of ``spark-defaults.conf`` (``$SPARK_CONF_DIR``, else ``$SPARK_HOME/conf``),
-    as spark-submit reads them (``key value``, ``key=value`` or ``key: value`` lines)."""
-    conf_dir = os.environ.get("SPARK_CONF_DIR") or (
-        os.path.join(os.environ["SPARK_HOME"], "conf") if os.environ.get("SPARK_HOME") else "")
+    as spark-submit reads them (``key value``, ``key=value`` or ``key: value`` lines).
+
+    Example: ``default_conf().get("spark.jars", "")``
+    """
+    env = os.environ if env is None else env
+    conf_dir = env.get("SPARK_CONF_DIR") or (
+        os.path.join(env["SPARK_HOME"], "conf") if env.get("SPARK_HOME") else "")
     path = os.path.join(conf_dir, "spark-defaults.conf") if conf_dir else ""
     out: dict[str, str] = {}
     if not path or not os.path.isfile(path):

@@ -54,7 +54,7 @@ def local_submit_args(env: Mapping[str, str]) -> str | None:
     when Spark is already configured (spark-submit, PYSPARK_SUBMIT_ARGS, spark-defaults.conf)."""
     if env.get("PYSPARK_GATEWAY_PORT") or env.get(SUBMIT_ENV) or _master_in_defaults(env):
         return None
-    from ..spark import jdbc_jars
+    from ..spark import default_conf, jdbc_jars
     master = env.get(MASTER_ENV) or env.get("MASTER") or "local[2]"
     args = ["--master", master,
             "--conf", "spark.ui.enabled=false",
@@ -65,7 +65,9 @@ def local_submit_args(env: Mapping[str, str]) -> str | None:
     if os.path.isfile(log_conf):  # sparkmark's WARN-level logging, as in sparkmark.spark
         args += ["--conf", "spark.driver.extraJavaOptions="
                  f"-Dlog4j2.configurationFile=file:{log_conf}"]
-    jars = jdbc_jars()
+    # --jars replaces the spark.jars of spark-defaults.conf (e.g. the s3a connector): keep them
+    jars = [j for j in default_conf(env).get("spark.jars", "").split(",") if j.strip()]
+    jars += [j for j in jdbc_jars() if j not in jars]
     if jars:
         args += ["--jars", ",".join(jars)]
     args.append("pyspark-shell")
