@@ -293,12 +293,12 @@ def _learn_server_s3(spark: "SparkSession") -> None:
     key = str(getattr(spark, "session_id", id(spark)))
     if key not in _SERVER_S3:
         conf: dict[str, str] = {}
+        every: Any = {}
         try:
             every = spark.conf.getAll  # Spark 4's Connect client: a dict of the session's conf
-            items = every.items() if isinstance(every, dict) else []
         except Exception:  # noqa: BLE001 - older clients: nothing to learn, AWS_* env applies
-            items = []
-        for k, v in items:
+            pass
+        for k, v in (every.items() if isinstance(every, dict) else []):
             if k.startswith("spark.hadoop.fs.s3a."):
                 conf[k[len("spark.hadoop."):]] = str(v)
         _SERVER_S3[key] = conf
