@@ -565,6 +565,11 @@ def _purge(glue: GlueContext, raw_paths: list[str], options: Any, call: str) -> 
     cutoff = now - int(hours_f * 3_600_000)
     path_map = paths.load_path_map()
     spark = glue.spark_session
+    from ..fs import is_connect
+    if is_connect(spark):
+        raise GlueUnsupportedError(f"{call} over Spark Connect: it deletes through the JVM's "
+                                   "file systems; run it from a classic session (or delete with "
+                                   "the object store's own tools)")
     jvm: Any = spark.sparkContext._jvm
     conf = spark.sparkContext._jsc.hadoopConfiguration()
     deleted: list[str] = []
@@ -612,6 +617,9 @@ def _purge_target(raw: Any, path_map: list, call: str) -> str:
                                   f"root {root!r}; refusing to delete there")
     elif not rest.strip("/"):
         raise ConfigError(f"{call}: refusing to purge {target!r}, a file-system root")
+    elif "/" not in rest.strip("/") and scheme.lower() in ("s3", "s3a", "s3n", "gs", "oss"):
+        raise ConfigError(f"{call}: refusing to purge {target!r}, a whole bucket; give a prefix "
+                          "(s3://bucket/prefix/), as Glue's purge_s3_path expects")
     return target
 
 
