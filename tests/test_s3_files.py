@@ -225,3 +225,25 @@ def test_lexical_listing_of_1000_partitions_costs_a_few_list_requests(spark, s3,
     if not is_connect(spark):  # S3A's own count of the listing, recorded per source
         listed = json.loads(text)["list_requests"] if "list_requests" in text else None
         assert listed is not None and 3 <= listed <= 5, text  # the root, two partitions
+
+
+def test_an_object_rewritten_while_the_run_reads_it_fails_the_commit(spark, s3, sqlite_url,
+                                                                     now_clock):
+    """The commit-time check on S3 (a status per object, a few at a time, instead of listing
+    the prefix): an object overwritten after the run read it fails the run, naming it; the next
+    run reads the new version whole, once."""
+    from sparkmark.errors import SourceError
+    for i in range(5):
+        s3.put(f"rw/o{i}.json", lines([i]))
+    src = s3.url("rw")
+    now_clock.now = int(time.time() * 1000) + 2 * SEC
+    job = Job(spark, state=sqlite_url, clock=now_clock).init("rewrite", ENABLE)
+    assert job.read.files(src, format="json", transformation_ctx="src").count() == 5
+    time.sleep(1.1)  # a new LastModified second
+    s3.put("rw/o3.json", lines([30, 31]))
+    with pytest.raises(SourceError, match="o3.json of source 'src' changed"):
+        job.commit()
+    now_clock.now = int(time.time() * 1000) + 2 * SEC  # past the new version's second
+    assert run(spark, sqlite_url, now_clock, src, name="rewrite") == [0, 1, 2, 4, 30, 31]
+    now_clock.advance(MIN)
+    assert run(spark, sqlite_url, now_clock, src, name="rewrite") == []

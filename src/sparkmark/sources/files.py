@@ -271,6 +271,25 @@ def list_inputs(spark: "SparkSession", paths: Sequence[str], opts: BandOptions, 
     return out
 
 
+_STAT_EACH_UP_TO = 256  # files of one remote folder checked by a status each, else a listing
+
+
+def _stat_each(fs: Any, paths: Sequence[str]) -> dict[str, tuple[int, int]]:
+    """``{path: (size, mtime)}`` by one status call per path, eight at a time (py4j and
+    pyarrow both serve calls from several threads); a path that is gone is left out."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def one(path: str) -> list:
+        return fs.status_of(fs.path(path))
+
+    if len(paths) <= 2:
+        found = [one(p) for p in paths]
+    else:
+        with ThreadPoolExecutor(min(8, len(paths))) as pool:
+            found = list(pool.map(one, paths))
+    return {p: (size, mtime) for statuses in found for p, _, size, mtime in statuses}
+
+
 def changed_files(spark: "SparkSession", files: Sequence[FileEntry]) -> list[str]:
     """The files among ``files`` whose mtime or size is not what the listing showed (a file
     appended to or rewritten while the run read it).  A file that is gone now is not counted:
@@ -294,9 +313,10 @@ def changed_files(spark: "SparkSession", files: Sequence[FileEntry]) -> list[str
     for d, entries in by_dir.items():
         try:
             fs = file_system(spark, d)
-            if len(entries) <= 2:  # a status per file: on S3 a HEAD each, not a LIST
-                now = {p: (size, mtime) for f in entries
-                       for p, _, size, mtime in fs.status_of(fs.path(f.path))}
+            if len(entries) <= _STAT_EACH_UP_TO:
+                # a status per file, a few at a time: on S3 a HEAD each (tens of ms) instead of
+                # listing the folder, which costs a LIST page per 1,000 keys however few changed
+                now = _stat_each(fs, [f.path for f in entries])
             else:
                 now = {p: (size, mtime) for p, size, mtime in
                        fs.list_tree(d, descend=lambda _name: False, skip=lambda _name: False)}
