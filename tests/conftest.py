@@ -135,6 +135,19 @@ def pg_server():
     server.stop()
 
 
+@pytest.fixture(scope="session")
+def mariadb():
+    """A throwaway MariaDB server (Debian's mariadb-server, :mod:`sparkmark.devtools.mariadb`),
+    once per test run; skipped when mariadb-server or libmariadb-java is not installed."""
+    from sparkmark.devtools.mariadb import available, start_mariadb
+    why = available()
+    if why:
+        pytest.skip(why)
+    server = start_mariadb()
+    yield server
+    server.stop()
+
+
 @pytest.fixture
 def pg_target(pg_server) -> tuple[str, str, dict[str, str]]:
     """A fresh PostgreSQL database as a JDBC target: (SQLAlchemy URL, JDBC URL, properties)."""
