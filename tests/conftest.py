@@ -34,6 +34,32 @@ class FakeClock:
         return self.now
 
 
+_REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_STORE_PATTERNS = ("*.db", "*.db-journal", "*.db-wal", "*.sqlite", "*.sqlite3")
+
+
+def _stores_in_repo() -> set[str]:
+    """SQLite files in the checkout's own folders (tests keep theirs under tmp_path)."""
+    import glob
+    found: set[str] = set()
+    for folder in (_REPO, os.path.join(_REPO, "tests"), os.path.join(_REPO, ".sparkmark"),
+                   os.path.join(_REPO, "tests", ".sparkmark")):
+        for pattern in _STORE_PATTERNS:
+            found.update(glob.glob(os.path.join(folder, pattern)))
+    return found
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_stores_in_checkout():
+    """Fails the run when a test left a state store (or any SQLite file) in the checkout
+    instead of under its tmp_path: such files end up committed (issue 27: tests/state.db)."""
+    before = _stores_in_repo()
+    yield
+    new = sorted(_stores_in_repo() - before)
+    assert not new, (f"tests left SQLite files in the checkout: {new}; give them a "
+                     "sqlite:/// URL under tmp_path (the state_url or sqlite_url fixture)")
+
+
 @pytest.fixture
 def clock() -> FakeClock:
     return FakeClock()
