@@ -34,6 +34,32 @@ class FakeClock:
         return self.now
 
 
+_REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_STORE_PATTERNS = ("*.db", "*.db-journal", "*.db-wal", "*.sqlite", "*.sqlite3")
+
+
+def _stores_in_repo() -> set[str]:
+    """SQLite files in the checkout's own folders (tests keep theirs under tmp_path)."""
+    import glob
+    found: set[str] = set()
+    for folder in (_REPO, os.path.join(_REPO, "tests"), os.path.join(_REPO, ".sparkmark"),
+                   os.path.join(_REPO, "tests", ".sparkmark")):
+        for pattern in _STORE_PATTERNS:
+            found.update(glob.glob(os.path.join(folder, pattern)))
+    return found
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_stores_in_checkout():
+    """Fails the run when a test left a state store (or any SQLite file) in the checkout
+    instead of under its tmp_path: such files end up committed (issue 27: tests/state.db)."""
+    before = _stores_in_repo()
+    yield
+    new = sorted(_stores_in_repo() - before)
+    assert not new, (f"tests left SQLite files in the checkout: {new}; give them a "
+                     "sqlite:/// URL under tmp_path (the state_url or sqlite_url fixture)")
+
+
 @pytest.fixture
 def clock() -> FakeClock:
     return FakeClock()
@@ -131,6 +157,19 @@ def any_spark(request):
 def pg_server():
     from sparkmark.devtools.postgres import start_postgres
     server = start_postgres()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def mariadb():
+    """A throwaway MariaDB server (Debian's mariadb-server, :mod:`sparkmark.devtools.mariadb`),
+    once per test run; skipped when mariadb-server or libmariadb-java is not installed."""
+    from sparkmark.devtools.mariadb import available, start_mariadb
+    why = available()
+    if why:
+        pytest.skip(why)
+    server = start_mariadb()
     yield server
     server.stop()
 

@@ -601,6 +601,33 @@ def test_connections_columns_and_extract_jdbc_conf(glue, tmp_path, monkeypatch):
         glue.extract_jdbc_conf("other")
 
 
+def test_connection_driver_reaches_url_only_options(glue, tmp_path, monkeypatch):
+    """extract_jdbc_conf + from_options passes url/user/password only: the connection whose URL
+    names the same server lends its driver; a jdbc:mysql: connection without one gets the
+    driver Spark has (here only MariaDB's, libmariadb-java)."""
+    from sparkmark.glue.catalog import connection_driver
+    assert connection_driver("jdbc:mysql://db:3306/x", env={}) is None  # no mapping file
+    (tmp_path / "cat.json").write_text(json.dumps({"connections": {
+        "a": {"url": "jdbc:mysql://DB:3306", "user": "u",
+              "JDBC_DRIVER_CLASS_NAME": "org.mariadb.jdbc.Driver"},
+        "b": {"url": "jdbc:mysql://db:3306/other", "user": "u"},  # same server, no driver
+        "c": {"url": "jdbc:postgresql://db:3306/x", "properties": {"Driver": "x.Pg"}},
+        "d1": {"url": "jdbc:mysql://two:1/a", "driver": "one.Driver"},
+        "d2": {"url": "jdbc:mysql://two:1/b", "driver": "other.Driver"},
+        "m": {"url": "jdbc:mysql://127.0.0.1:1", "user": "u"}}}))
+    env = {"SPARKMARK_GLUE_CATALOG": str(tmp_path / "cat.json")}
+    assert connection_driver("jdbc:mysql://db:3306/shop?useSSL=false", env) == \
+        "org.mariadb.jdbc.Driver"
+    assert connection_driver("jdbc:postgresql://db:3306/y", env) == "x.Pg"
+    assert connection_driver("jdbc:mysql://db:3307/shop", env) is None  # another port
+    assert connection_driver("jdbc:mysql://two:1/a", env) is None  # they disagree: no guess
+    monkeypatch.setenv("SPARKMARK_GLUE_CATALOG", env["SPARKMARK_GLUE_CATALOG"])
+    from sparkmark.devtools.mariadb import JAR
+    if JAR not in (glue.spark_session.conf.get("spark.jars", "") or ""):
+        pytest.skip("MariaDB's driver (libmariadb-java) is not on the test session's classpath")
+    assert glue.extract_jdbc_conf("m")["driver"] == "org.mariadb.jdbc.Driver"
+
+
 def test_purge_refuses_paths_outside_their_root(glue, tmp_path, monkeypatch):
     (tmp_path / "paths.json").write_text(json.dumps({"s3://b/data": str(tmp_path / "data")}))
     monkeypatch.setenv("SPARKMARK_PATH_MAP", str(tmp_path / "paths.json"))

@@ -550,3 +550,74 @@ def test_jdbc_connections_script_twice_on_postgresql(tmp_path, pg_server):
     assert not [c for c in cols if c.startswith("sm_")]
     assert customers == [(10, "ann"), (11, "bob")]
     engine.dispose()
+
+
+# ---------------------------------------------------------------------- a MySQL Glue connection
+# on MariaDB with MariaDB's driver only (issue 27)
+MYSQL_JOB = "mysql_mask_parquet.py"
+
+
+def _mysql_catalog(path: Path, port: int, driver: str | None) -> Path:
+    conn = {"url": f"jdbc:mysql://127.0.0.1:{port}", "user": "sm", "password_env": "AURORA_PW"}
+    if driver:
+        conn["driver"] = driver
+    path.write_text(json.dumps({"connections": {"aurora": conn}}))
+    return path
+
+
+def test_mysql_connection_script_on_mariadb_with_mariadbs_driver_only(tmp_path, mariadb):
+    """AWS's aws-glue-etl-sample-cdk job shape: a Glue connection to a MySQL URL,
+    extract_jdbc_conf + from_options (no driver in its options), Map.apply masking a column,
+    parquet out; run twice with new rows between.  Only MariaDB's driver is on the classpath
+    (SPARKMARK_JDBC_JARS): the connection's driver reaches the read, a connection without one
+    gets MariaDB's, a bogus one fails naming its class, and with no driver jar at all the
+    error names both packages and changes nothing."""
+    from sparkmark.devtools.mariadb import JAR
+    db = f"aurora_{os.getpid()}"
+    mariadb.create_database(db)
+    mariadb.sql("CREATE TABLE messages (id INT PRIMARY KEY, content VARCHAR(40), "
+                "author VARCHAR(20))", db)
+    mariadb.sql("INSERT INTO messages VALUES (1, 'Hello', 'ann'), (2, 'secret', 'bob'), "
+                "(3, 'a b', 'cy')", db)
+    state = f"sqlite:///{tmp_path / 'state.db'}"
+    (tmp_path / "paths.json").write_text(json.dumps({"s3://out-bucket": str(tmp_path / "out")}))
+    env = {"SPARKMARK_STATE": state, "SPARKMARK_PATH_MAP": str(tmp_path / "paths.json"),
+           "AURORA_PW": "sm", "SPARKMARK_JDBC_JARS": JAR}
+
+    def item(job: str, driver: str | None) -> dict:
+        catalog = _mysql_catalog(tmp_path / f"catalog-{job}.json", mariadb.port, driver)
+        return {"name": job, "script": MYSQL_JOB, "env": {"SPARKMARK_GLUE_CATALOG": str(catalog)},
+                "argv": ["--JOB_NAME", job, *ENABLE, "--CONNECTION_NAME", "aurora",
+                         "--DATABASE_NAME", db, "--TABLE_NAME", "messages",
+                         "--OUTPUT_BUCKET", "out-bucket", "--OUTPUT_PATH", job]}
+
+    named, auto = item("named", "org.mariadb.jdbc.Driver"), item("auto", None)
+    bogus = item("bogus", "com.example.NoSuchDriver")
+
+    # no driver jar at all: one message naming both packages, FAILED, no bookmark
+    bare = run_script(MYSQL_JOB, auto["argv"], tmp_path,
+                      **{**env, **auto["env"], "SPARKMARK_JDBC_JARS": os.pathsep})
+    assert bare.returncode != 0
+    assert "MySQL Connector/J" in bare.stderr and "apt-get install libmariadb-java" in bare.stderr
+    assert [r["status"] for r in ledger_rows(state, job="auto")] == ["FAILED"]
+    # (its bookmark did not move: the next run reads every row, checked below)
+
+    first = run_plan(tmp_path, [named, auto, bogus], env, "1")
+    assert (first["named"]["code"], first["auto"]["code"]) == (0, 0), first
+    assert first["bogus"]["code"] != 0
+    assert "JDBC driver class com.example.NoSuchDriver is not on Spark's classpath" in \
+        first["bogus"]["error"]  # the connection's driver reached from_options' read
+    mariadb.sql("INSERT INTO messages VALUES (4, 'new one', 'di'), (5, 'x', 'ed')", db)
+    second = run_plan(tmp_path, [named, auto], env, "2")
+    assert {k: v["code"] for k, v in second.items()} == {"named": 0, "auto": 0}, second
+
+    for job in ("named", "auto"):
+        ledger = [r for r in ledger_rows(state, job=job) if r["status"] == "SUCCEEDED"]
+        r1, r2 = [r["run_id"] for r in ledger]
+        assert [json.loads(r["config"])["sources"]["bookmark"]["driver"] for r in ledger] == \
+            ["org.mariadb.jdbc.Driver"] * 2
+        got = rows_by_run(tmp_path / "out" / job, "parquet")
+        assert {k: sorted((r["id"], r["content"], r["author"]) for r in v)
+                for k, v in got.items()} == {
+            r1: [(1, "*****", "ann"), (2, "******", "bob"), (3, "***", "cy")],
+            r2: [(4, "*******", "di"), (5, "*", "ed")]}  # only the new rows, masked

@@ -1,12 +1,15 @@
 """JDBC sources and targets on a real MariaDB server (Debian's mariadb-server, started by the
 test in a temporary folder, no service), with MariaDB's own driver (libmariadb-java), through
-both ``jdbc:mariadb:`` and ``jdbc:mysql:`` URLs.  The JDBC matrix: Derby, PostgreSQL, MariaDB.
+both ``jdbc:mariadb:`` and ``jdbc:mysql:`` URLs, no driver named: a ``jdbc:mysql:`` URL gets
+MariaDB's driver when MySQL's is not on the classpath, and the ledger says which.  The JDBC
+matrix: Derby, PostgreSQL, MariaDB.
 
 Runs on a classic session and over Spark Connect (``any_spark``; there sparkmark's own
 connection is PyMySQL in this process)."""
 from __future__ import annotations
 
 import itertools
+import json
 import os
 
 import pytest
@@ -15,6 +18,7 @@ from sparkmark import Job
 from sparkmark.options import ENABLE
 
 EN = {"job_bookmark_option": ENABLE}
+MARIADB_DRIVER = "org.mariadb.jdbc.Driver"
 _counter = itertools.count()
 
 
@@ -24,17 +28,6 @@ def spark(any_spark):
     return any_spark
 
 
-@pytest.fixture(scope="session")
-def mariadb():
-    from sparkmark.devtools.mariadb import available, start_mariadb
-    why = available()
-    if why:
-        pytest.skip(why)
-    server = start_mariadb()
-    yield server
-    server.stop()
-
-
 @pytest.fixture(params=["mariadb", "mysql"])
 def db(request, mariadb, spark):
     from sparkmark.devtools.mariadb import JAR
@@ -42,8 +35,7 @@ def db(request, mariadb, spark):
         pytest.skip("the test Spark session started before the MariaDB driver was installed")
     name = f"m{os.getpid()}_{next(_counter)}"
     url = mariadb.create_database(name, scheme=request.param)
-    props = {"driver": "org.mariadb.jdbc.Driver"} if request.param == "mysql" else {}
-    return mariadb, name, url, props
+    return mariadb, name, url, {}
 
 
 def test_bookmarked_read_primary_key_default_and_write(spark, db, state_url, clock):
@@ -67,6 +59,9 @@ def test_bookmarked_read_primary_key_default_and_write(spark, db, state_url, clo
     runs = job.store.list_runs(job_name="emp")
     assert [r["status"] for r in runs] == ["SUCCEEDED", "SUCCEEDED"]
     assert "password=sm" not in str(runs)
+    for run in runs:  # which driver read and wrote: MariaDB's, the only one installed
+        assert json.loads(run["config"])["sources"]["emp"]["driver"] == MARIADB_DRIVER
+        assert [o["properties"]["driver"] for o in json.loads(run["outputs"])] == [MARIADB_DRIVER]
 
     # a run that fails after staging its rows: nothing reaches the target, the bookmark stays
     server.sql("INSERT INTO emp VALUES (4, 'd')", name)

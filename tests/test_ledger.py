@@ -112,3 +112,12 @@ def test_report_dataframe_and_errors(filled, spark, state_url):
     assert sorted(x.run_id for x in df.collect()) == sorted(x["run_id"] for x in raw)
     df2 = report_dataframe(spark, state_url, pipeline="paris", last=1, timezone="UTC")
     assert df2.count() == 1 and df2.collect()[0]["timezone"] == "UTC"
+
+
+def test_reading_the_ledger_creates_no_store(tmp_path):
+    """A mistyped path is an error, not a new empty state.db (issue 27: one got committed)."""
+    from sparkmark.errors import StateStoreError
+    missing = tmp_path / "typo" / "state.db"
+    with pytest.raises(StateStoreError, match="there is no state store at"):
+        ledger_rows(f"sqlite:///{missing}", job="x")
+    assert not missing.exists() and not missing.parent.exists()

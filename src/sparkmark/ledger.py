@@ -28,7 +28,8 @@ COLUMNS = ("pipeline", "module_id", "module_name", "layer", "job_name", "run_id"
 
 
 def _store(store: StateStore | str | None) -> StateStore:
-    return store if isinstance(store, StateStore) else open_store(store)
+    # reading the ledger creates nothing: a mistyped path is an error, not a new empty store
+    return store if isinstance(store, StateStore) else open_store(store, create=False)
 
 
 def ledger_rows(store: StateStore | str | None, pipeline: str | None = None,

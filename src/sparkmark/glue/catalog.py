@@ -363,6 +363,45 @@ def connection(name: Any, env: Mapping[str, str] | None = None) -> Connection:
     return parse_connection(name.strip(), entry, repr(file), env)
 
 
+def _server_of(url: str) -> str:
+    """``jdbc:mysql://host:3306`` for any URL of that server (database and query dropped)."""
+    scheme, sep, rest = url.split("?")[0].partition("://")
+    return f"{scheme.lower()}://{rest.split('/', 1)[0].lower()}" if sep else url.lower()
+
+
+def connection_driver(url: str, env: Mapping[str, str] | None = None) -> str | None:
+    """The ``driver`` of the Glue connection(s) whose URL names the same server as ``url``
+    (scheme, host and port), or None (no mapping file, no such connection, no driver given,
+    or connections to that server disagree).  Scripts that build ``connection_options`` from
+    ``extract_jdbc_conf(name)`` pass ``url``, ``user`` and ``password`` but not the driver; this
+    gives their reads and writes the connection's driver all the same.
+
+        connection_driver("jdbc:mysql://127.0.0.1:3306/shop")   # 'org.mariadb.jdbc.Driver'
+    """
+    env = os.environ if env is None else env
+    file = env.get(CATALOG_ENV)
+    if not file:
+        return None
+    section = _connections_section(load_mapping_file(file, "catalog mapping", CATALOG_ENV),
+                                   file)
+    server = _server_of(url)
+    drivers = set()
+    for entry in section.values():
+        if not isinstance(entry, Mapping):
+            continue
+        entry = {_GLUE_CONNECTION_NAMES.get(str(k), str(k)): v for k, v in entry.items()}
+        curl = entry.get("url")
+        if not isinstance(curl, str) or _server_of(curl) != server:
+            continue
+        raw = entry.get("properties")
+        props: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
+        driver = entry.get("driver") or {str(k).lower(): v for k, v in props.items()}.get(
+            "driver")
+        if driver:
+            drivers.add(str(driver))
+    return drivers.pop() if len(drivers) == 1 else None
+
+
 def column_types(table: CatalogTable, spark: "SparkSession") -> dict[str, Any]:
     """``{name: Spark type}`` of a catalog table's columns (mapping file or Spark catalog).
 

@@ -229,7 +229,7 @@ class GlueContext:
                "enforceSSL": "false", "customJDBCCert": "", "customJDBCCertString": "",
                "skipCustomJDBCCertValidation": "false"}
         out.update(conn.properties)
-        out.setdefault("driver", _driver(conn.url, conn.properties))
+        out.setdefault("driver", _driver(self.spark_session, conn.url, conn.properties))
         return out
 
     # -- sinks
@@ -336,15 +336,18 @@ def _check_scheme(spark: Any, raw: str, mapped: str, error: type, call: str) -> 
             "hadoop-aws on Spark's class path") from None
 
 
-def _driver(url: str, props: Mapping[str, Any]) -> str:
-    if props.get("driver"):
-        return str(props["driver"])
-    from ..jdbcconn import DRIVERS
-    for prefix, cls, _ in DRIVERS:
-        if url.lower().startswith(prefix):
-            return cls
-    raise ConfigError(f"no known JDBC driver for {url.split('?')[0]}; give "
-                      "customJdbcDriverClassName (or 'driver' in the catalog mapping)")
+def _driver(spark: Any, url: str, props: Mapping[str, Any],
+            error: type[Exception] = SourceError) -> str:
+    """:func:`sparkmark.jdbcconn.resolve_driver`, with the Glue way to name a driver."""
+    from ..jdbcconn import resolve_driver
+    try:
+        return resolve_driver(spark, url, props)
+    except ConfigError:
+        raise ConfigError(f"no known JDBC driver for {url.split('?')[0]}; give "
+                          "customJdbcDriverClassName (or 'driver' in the catalog mapping's "
+                          "connection)") from None
+    except SourceError as e:
+        raise error(str(e)) from None
 
 
 def _read_files(spark: Any, job: "SparkmarkJob | None", paths_: list[str], fmt: Any,
@@ -417,7 +420,7 @@ def _read_jdbc(spark: Any, job: "SparkmarkJob | None", url: str, table: str,
     if job is not None:  # the bookmarked read partitions on the bookmark key range itself
         return job.read.jdbc(url, table=table, transformation_ctx=ctx, properties=props,
                              options=opts)
-    reader_props = {**props, "driver": _driver(url, props)}
+    reader_props = {**props, "driver": _driver(spark, url, props)}
     preds = _hash_predicates(url, hashing, call)
     try:
         if preds:
@@ -453,9 +456,9 @@ def _write_jdbc(job: "SparkmarkJob | None", df: "DataFrame", url: str, table: st
     if job is not None:
         job.write_jdbc(df, url, table, properties=props, transformation_ctx=ctx, stamp=_stamp())
         return
+    driver = _driver(df.sparkSession, url, props, SinkError)
     try:
-        df.write.jdbc(url, table, mode="append",
-                      properties={**props, "driver": _driver(url, props)})
+        df.write.jdbc(url, table, mode="append", properties={**props, "driver": driver})
     except Exception as e:  # noqa: BLE001
         raise SinkError(f"writing to table {table} at {url.split('?')[0]} failed: "
                         f"{str(e).strip().splitlines()[0][:300]}") from None
@@ -525,6 +528,10 @@ def _jdbc_options(connection_type: str, connection_options: dict[str, Any],
         else:
             raise ConfigError(f"{call}: unknown JDBC connection option {key!r}; sparkmark.glue "
                               f"supports {', '.join(_JDBC_KEYS + _JDBC_HASH)}, connectionName")
+    if "driver" not in props:  # values from extract_jdbc_conf(name): that connection's driver
+        driver = _catalog.connection_driver(url)
+        if driver:
+            props["driver"] = driver
     return url, table.strip(), props, options
 
 

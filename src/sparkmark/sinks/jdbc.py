@@ -20,7 +20,7 @@ import re
 from typing import TYPE_CHECKING, Any, Mapping
 
 from ..errors import ConfigError, JobStateError, SinkError, SourceError
-from ..jdbcconn import JdbcConnection, driver_for, java_message, spark_url
+from ..jdbcconn import JdbcConnection, java_message, resolve_driver, spark_url
 from ..redact import redact_url, url_has_secret
 from ..run import JdbcOutput, RunContext
 from .stamping import RUN_ID_COL, checked_run_id, count_while, stamp
@@ -66,6 +66,17 @@ def stage_name(table: str) -> str:
     return f"{schema}{dot}{short}"
 
 
+def sink_driver(spark: "SparkSession", url: str, props: Mapping[str, Any]) -> str:
+    """:func:`~sparkmark.jdbcconn.resolve_driver` for a target: its error is a SinkError.
+
+        sink_driver(spark, "jdbc:mysql://db/shop", {})  # 'org.mariadb.jdbc.Driver' (Debian)
+    """
+    try:
+        return resolve_driver(spark, url, props)
+    except SourceError as e:
+        raise SinkError(str(e)) from None
+
+
 class JdbcTarget:
     """A connection for the sink's own statements (:class:`~sparkmark.jdbcconn.JdbcConnection`:
     the driver JVM's JDBC driver, or a Python driver over Spark Connect).
@@ -79,7 +90,7 @@ class JdbcTarget:
 
     def __init__(self, spark: "SparkSession", url: str, props: Mapping[str, Any]):
         self.url = url
-        driver = props.get("driver") or driver_for(url)
+        driver = sink_driver(spark, url, props)
         self._c = JdbcConnection(spark, url, {k: str(v) for k, v in props.items()}, driver)
 
     def __enter__(self) -> "JdbcTarget":
@@ -144,6 +155,8 @@ def write_jdbc(run: RunContext, df: "DataFrame", url: str, table: str, *,
         raise JobStateError("write_jdbc() needs a running job: call job.init(name, args) first")
     props = dict(properties or {})
     run.add_secrets(props, url)  # scrubbed from ledger errors
+    if not any(str(k).lower() == "driver" for k in props):  # the ledger's outputs say which
+        props["driver"] = sink_driver(run.spark, url, props)
     stamped = stamp(df, run_id, snapshot_ts)
     columns = stamped.columns if stamp_rows else df.columns  # what the target table gets
     stage = stage_name(table)
@@ -164,7 +177,6 @@ def write_jdbc(run: RunContext, df: "DataFrame", url: str, table: str, *,
         url=None if url_has_secret(url) else url, properties=public_properties(props),
         run_id=run_id, ctx=transformation_ctx, credentials={**props, "url": url}))
     writer_props = {k: str(v) for k, v in props.items()}
-    writer_props.setdefault("driver", driver_for(url))
 
     def action(d: "DataFrame") -> None:
         d.write.jdbc(spark_url(url), stage, mode="append", properties=writer_props)

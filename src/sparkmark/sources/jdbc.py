@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
 
 from ..errors import ConfigError, SourceError
-from ..jdbcconn import JdbcConnection, TableRef, driver_for, java_message, spark_url
+from ..jdbcconn import JdbcConnection, TableRef, java_message, resolve_driver, spark_url
 from ..planning import keyrange as kr
 from ..redact import redact_url
 from ..run import ReadMode, RunContext, SourceBookmark
@@ -67,7 +67,7 @@ def read_jdbc(run: RunContext, url: str, table: str, transformation_ctx: str | N
         if k.lower() in (r.lower() for r in _REJECTED):
             raise ConfigError(f"property {k!r} cannot be used with job.read.jdbc: the bookmark "
                               "decides the query and its partitions; pass the table as table=")
-    driver = props.get("driver") or driver_for(url)
+    driver = resolve_driver(run.spark, url, props)  # jdbc:mysql: MySQL's, else MariaDB's
 
     src = resolve(run.spark, url, table, props, driver, bm, keyopts, own,
                   ctx=transformation_ctx)
@@ -96,7 +96,7 @@ def read_jdbc(run: RunContext, url: str, table: str, transformation_ctx: str | N
         "source": "jdbc", "table": src.table.display, "keys": list(keys), "sort_order": order,
         "mode": plan.mode, "new_input": plan.new_input,
         "lower": kr.encode_key(types, plan.after), "upper": kr.encode_key(types, plan.through),
-        "partitions": parts.count,
+        "partitions": parts.count, "driver": driver,
     }
     if parts.count > 1:
         info["partition_column"] = keys[0]
