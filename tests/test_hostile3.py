@@ -1,0 +1,79 @@
+"""Hostile inputs, round 3 (issue 28): rewinds, backfills, late files and purges that must lose
+and duplicate nothing; pages and messages that print user text literally.
+
+Real local Spark, real files, real SQLite state stores; only the clock is faked.
+docs/reliability.md lists the cases and the behaviour.
+"""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from sparkmark import Bookmarks, Job
+from sparkmark.errors import SparkmarkError
+
+EN = {"job_bookmark_option": "job-bookmark-enable"}
+MIN = 60_000
+
+
+def add_batch(src: Path, name: str, ids: list[int], mtime: int) -> Path:
+    p = src / name
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text("".join(json.dumps({"id": i}) + "\n" for i in ids))
+    os.utime(p, ns=(mtime * 1_000_000, mtime * 1_000_000))
+    return p
+
+
+def run_job(spark, url, clock, src: Path, target: str, name: str = "orders") -> str:
+    job = Job(spark, state=url, clock=clock).init(name, EN)
+    df = job.read.files(str(src), format="json", transformation_ctx="src")
+    job.write(df, target, transformation_ctx="sink")
+    job.commit()
+    return job.run_id
+
+
+def target_ids(spark, target: str) -> list[int]:
+    if not os.path.isdir(target):
+        return []
+    if not [f for f in os.listdir(target) if not f.startswith(("_", "."))]:
+        return []
+    return sorted(r.id for r in spark.read.parquet(target).select("id").collect())
+
+
+# ---------------------------------------------------------------------- 1. rewind to ROLLED_BACK
+def test_rewind_to_a_rolled_back_run_is_refused_and_changes_nothing(spark, sqlite_url, clock,
+                                                                   tmp_path):
+    src, target = tmp_path / "src", str(tmp_path / "out")
+    ids = {}
+    for k, name in enumerate("ABC"):
+        add_batch(src, f"b{k}.json", [10 * k + 1], clock.now + 5 * MIN)
+        clock.advance(60 * MIN)
+        ids[name] = run_job(spark, sqlite_url, clock, src, target)
+    bm = Bookmarks(sqlite_url, clock=clock)
+    bm.reset("orders", run_id=ids["A"], remove_output=True, spark=spark)
+    for name in "DE":   # D re-reads B and C; E reads a new batch
+        if name == "E":
+            add_batch(src, "b3.json", [31], clock.now + 5 * MIN)
+        clock.advance(60 * MIN)
+        ids[name] = run_job(spark, sqlite_url, clock, src, target)
+    assert target_ids(spark, target) == [1, 11, 21, 31]
+    version = bm.get("orders")["Version"] if "Version" in bm.get("orders") else None
+    history = len(bm.history("orders"))
+    for remove in (True, False):
+        with pytest.raises(SparkmarkError, match=r"rolled back.*(?s:.*)history") as e:
+            bm.reset("orders", run_id=ids["C"], remove_output=remove, spark=spark)
+        assert ids["C"] in str(e.value)
+    assert len(bm.history("orders")) == history and bm.get("orders")["RunId"] == ids["E"]
+    assert version is None or bm.get("orders")["Version"] == version
+    assert target_ids(spark, target) == [1, 11, 21, 31]   # nothing removed
+    # the dry run says the same, before anything could be done
+    with pytest.raises(SparkmarkError, match="rolled back"):
+        bm.reset("orders", run_id=ids["C"], remove_output=True, dry_run=True, spark=spark)
+    # rewinding to a live run still works and the re-run is exactly once
+    bm.reset("orders", run_id=ids["D"], remove_output=True, spark=spark)
+    clock.advance(60 * MIN)
+    run_job(spark, sqlite_url, clock, src, target)
+    assert target_ids(spark, target) == [1, 11, 21, 31]
