@@ -77,3 +77,42 @@ def test_rewind_to_a_rolled_back_run_is_refused_and_changes_nothing(spark, sqlit
     clock.advance(60 * MIN)
     run_job(spark, sqlite_url, clock, src, target)
     assert target_ids(spark, target) == [1, 11, 21, 31]
+
+
+# ---------------------------------------------------------------------- 4. purge_s3_path
+@pytest.fixture
+def glue(spark):
+    from sparkmark.glue.context import GlueContext
+    return GlueContext(spark.sparkContext)
+
+
+def test_purge_never_follows_links_out_of_its_root(glue, tmp_path, monkeypatch):
+    lake, outside = tmp_path / "lake", tmp_path / "outside"
+    (tmp_path / "paths.json").write_text(json.dumps({"s3://b": str(lake)}))
+    monkeypatch.setenv("SPARKMARK_PATH_MAP", str(tmp_path / "paths.json"))
+    precious = add_batch(outside, "precious.json", [1], 0)
+    old = add_batch(lake / "tmp", "old.json", [2], 0)
+    os.symlink(outside, lake / "tmp" / "link_out")
+    os.symlink(precious, lake / "tmp" / "file_link")
+    os.symlink(outside, lake / "linked_tmp")          # a root that is itself a link out
+    deleted = glue.purge_s3_path("s3://b/tmp", {"retentionPeriod": 0})
+    assert [d.rsplit("/", 1)[-1] for d in deleted] == ["old.json"] and not old.exists()
+    assert precious.exists() and (lake / "tmp" / "link_out").is_symlink()
+    with pytest.raises(SparkmarkError, match="outside its mapped root"):
+        glue.purge_s3_path("s3://b/linked_tmp", {"retentionPeriod": 0})
+    assert precious.exists()
+
+
+@pytest.mark.parametrize("root", ["//", "///", "/./", "/.", "file:/", "file:///", "file://",
+                                  "file:////", "FILE:///", "file:/./", "/tmp/..", "s3a://b/",
+                                  "s3://b//"])
+def test_purge_refuses_every_spelling_of_a_root(glue, root, monkeypatch):
+    monkeypatch.delenv("SPARKMARK_PATH_MAP", raising=False)
+    with pytest.raises(SparkmarkError, match="root|'..'|scheme"):
+        glue.purge_s3_path(root, {"retentionPeriod": 1e9})
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), "nan", "-inf"])
+def test_purge_retention_not_a_finite_number_is_one_clear_error(glue, tmp_path, bad):
+    with pytest.raises(SparkmarkError, match="retentionPeriod must be a number of hours"):
+        glue.purge_s3_path(str(tmp_path), {"retentionPeriod": bad})
