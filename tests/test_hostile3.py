@@ -116,3 +116,39 @@ def test_purge_refuses_every_spelling_of_a_root(glue, root, monkeypatch):
 def test_purge_retention_not_a_finite_number_is_one_clear_error(glue, tmp_path, bad):
     with pytest.raises(SparkmarkError, match="retentionPeriod must be a number of hours"):
         glue.purge_s3_path(str(tmp_path), {"retentionPeriod": bad})
+
+
+# ---------------------------------------------------------------------- 5. report --output
+def _store_with_a_run(url: str, clock, job: str = "orders", status: str = "FAILED",
+                      error: str = "boom") -> str:
+    from sparkmark.state import open_store
+    st = open_store(url)
+    rid = f"r{clock():031d}"[:32]
+    start = st.begin_run(job, run_id=rid, option="job-bookmark-enable", now=clock(),
+                         snapshot_ts=clock(), lease_ms=60_000, pid=os.getpid())
+    clock.advance(MIN)
+    if status == "SUCCEEDED":
+        st.commit_run(job, rid, start_version=start.start_version, new_state={}, status=status,
+                      now=clock(), fields={})
+    else:
+        st.fail_run(job, rid, error=error, now=clock(), status=status)
+    return rid
+
+
+def test_report_output_onto_the_state_store_is_refused(sqlite_url, clock, tmp_path):
+    from sparkmark.report_html import write_html_report
+    _store_with_a_run(sqlite_url, clock)
+    db = Path(sqlite_url.split("///", 1)[1])
+    before = db.read_bytes()
+    other = tmp_path / "other.db"          # another SQLite database: not a page's place either
+    _store_with_a_run(f"sqlite:///{other}", clock)
+    for out in (db, Path(f"{db}-wal"), tmp_path / "." / db.name, other):
+        with pytest.raises(SparkmarkError, match="state store|SQLite database"):
+            write_html_report(str(out), sqlite_url)
+    assert db.read_bytes()[:16] == before[:16] == b"SQLite format 3\x00"
+    from sparkmark.state import open_store
+    assert len(open_store(sqlite_url).list_runs()) == 1
+    os.symlink(db, tmp_path / "link.html")
+    with pytest.raises(SparkmarkError, match="state store"):
+        write_html_report(str(tmp_path / "link.html"), sqlite_url)
+    assert len(open_store(sqlite_url).list_runs()) == 1

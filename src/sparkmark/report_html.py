@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import html
 import json
+import os
 import time
 from importlib import resources
 from typing import Any
@@ -122,6 +123,7 @@ def write_html_report(path: str, state: str | StateStore | None = None, *,
         write_html_report("ledger.html", pipeline="overwatch")
     """
     store = state if isinstance(state, StateStore) else open_store(state, create=False)
+    refuse_output_onto_store(path, store)
     data = page_data(store, pipeline=pipeline, module=module, job=job, last=last)
     text = render_html(data)
     try:
@@ -132,6 +134,43 @@ def write_html_report(path: str, state: str | StateStore | None = None, *,
         raise ConfigError(f"cannot write the report to {path!r}: {e.strerror}; give a "
                           "writable --output file") from None
     return {"path": path, "runs": len(data["runs"]["run_id"]), "bytes": len(text.encode())}
+
+
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def refuse_output_onto_store(path: str, store: StateStore) -> None:
+    """Refuse (``ConfigError``, nothing written) a report file that is the state store's
+    database (or its ``-wal``/``-shm``/``-journal`` file, through any spelling or link) or any
+    other SQLite database.
+
+        refuse_output_onto_store("runs.html", store)       # fine
+        refuse_output_onto_store(".sparkmark/state.db", store)  # ConfigError
+    """
+    from sqlalchemy.engine import make_url
+
+    from .errors import ConfigError
+    real = os.path.realpath(path)
+    try:
+        db = make_url(store.url).database
+    except Exception:  # noqa: BLE001 - an URL the store itself accepted; be lenient here
+        db = None
+    if db and db != ":memory:" and make_url(store.url).get_backend_name() == "sqlite":
+        db = db[5:] if db.startswith("file:") else db
+        base = os.path.realpath(os.path.expanduser(db.split("?", 1)[0]))
+        if real in {base + s for s in ("", "-wal", "-shm", "-journal")}:
+            raise ConfigError(f"--output {path!r} is the state store's database "
+                              f"({store.display_url}); writing the page there would destroy it. "
+                              "Give another file, e.g. --output runs.html")
+    try:
+        with open(real, "rb") as f:
+            head = f.read(len(SQLITE_HEADER))
+    except OSError:
+        return
+    if head == SQLITE_HEADER:
+        raise ConfigError(f"--output {path!r} is a SQLite database (a state store?); refusing "
+                          "to overwrite it with the page. Give another file, e.g. "
+                          "--output runs.html")
 
 
 _TEMPLATE = """<!DOCTYPE html>
