@@ -152,3 +152,95 @@ def test_report_output_onto_the_state_store_is_refused(sqlite_url, clock, tmp_pa
     with pytest.raises(SparkmarkError, match="state store"):
         write_html_report(str(tmp_path / "link.html"), sqlite_url)
     assert len(open_store(sqlite_url).list_runs()) == 1
+
+
+# ---------------------------------------------------------------------- 2, 3, 11. late files
+def _ids_and_info(spark, url, clock, src, options, name="daily"):
+    job = Job(spark, state=url, clock=clock).init(name, EN)
+    df = job.read.files(src, format="json", transformation_ctx="src", options=options)
+    ids = sorted(int(r.id) for r in df.select("id").collect())
+    job.commit()
+    info = json.loads(job.store.list_runs(job_name=name)[-1]["config"])
+    return ids, info["sources"]["src"]
+
+
+def test_backfill_before_the_lexical_frontier_is_read_by_the_next_full_listing(
+        spark, s3, sqlite_url):
+    """A new object in day=2024-01-03 after day=2024-01-05 was seen: lexical runs cannot see
+    it; the next full listing reads it (not "late"), once."""
+    import time as _time
+
+    from conftest import FakeClock
+    for d in ("01", "05"):
+        s3.put(f"p/day=2024-01-{d}/a.json", json.dumps({"id": int(d)}) + "\n")
+    clock = FakeClock(start=int(_time.time() * 1000) + 5_000)
+    src = s3.url("p")
+    opts = {"incrementalListing": "true", "fullListingInterval": "3"}
+    ids, info = _ids_and_info(spark, sqlite_url, clock, src, opts)
+    assert ids == [1, 5] and info["listing"] == "full"
+    s3.put("p/day=2024-01-03/backfill.json", json.dumps({"id": 3}) + "\n")
+    s3.put("p/day=2024-01-05/b.json", json.dumps({"id": 55}) + "\n")
+    clock.now = int(_time.time() * 1000) + 5_000
+    ids, info = _ids_and_info(spark, sqlite_url, clock, src, opts)
+    assert ids == [55] and info["listing"] == "lexical"
+    _time.sleep(1.1)                   # S3 times are whole seconds
+    s3.put("p/day=2024-01-06/c.json", json.dumps({"id": 6}) + "\n")
+    clock.now = int(_time.time() * 1000) + 6 * 3_600_000   # the backfill settles below low
+    ids, info = _ids_and_info(spark, sqlite_url, clock, src, opts)
+    assert ids == [6] and info["listing"] == "lexical"
+    clock.advance(MIN)
+    ids, info = _ids_and_info(spark, sqlite_url, clock, src, dict(opts, lateFiles="warn"))
+    assert info["listing"] == "full"
+    assert ids == [3] and not info.get("late_files"), info    # read, not called late
+    clock.advance(MIN)
+    ids, info = _ids_and_info(spark, sqlite_url, clock, src, opts)
+    assert ids == []                   # once
+
+
+def _local_run(spark, url, clock, src: Path, late_mode: str) -> tuple[list[int], dict]:
+    return _ids_and_info(spark, url, clock, str(src), {"lateFiles": late_mode}, name="orders")
+
+
+def test_a_reported_late_file_is_read_by_following_the_message(spark, sqlite_url, clock,
+                                                               tmp_path, caplog):
+    src = tmp_path / "in"
+    add_batch(src, "a.json", [1], clock.now - 3 * 3_600_000)
+    assert _local_run(spark, sqlite_url, clock, src, "warn")[0] == [1]
+    clock.advance(60 * MIN)
+    add_batch(src, "late.json", [2], clock.now - 5 * 3_600_000)   # a copy that kept its time
+    for _ in range(2):    # reported by every full listing until read, not read
+        ids, info = _local_run(spark, sqlite_url, clock, src, "warn")
+        assert ids == [] and info["late_files"] == 1 and info["late_sample"] == ["late.json"]
+        assert "lateFiles=read reads them" in caplog.text
+        clock.advance(MIN)
+    ids, info = _local_run(spark, sqlite_url, clock, src, "read")   # what the message says
+    assert ids == [2] and info["late_files"] == 1
+    clock.advance(MIN)
+    for mode in ("read", "warn"):
+        ids, info = _local_run(spark, sqlite_url, clock, src, mode)
+        assert ids == [] and not info["late_files"]                  # once
+        clock.advance(MIN)
+    # lateFiles=ignore accepts skipping one: it is not reported again
+    add_batch(src, "late2.json", [3], clock.now - 5 * 3_600_000)
+    assert _local_run(spark, sqlite_url, clock, src, "ignore")[0] == []
+    clock.advance(MIN)
+    ids, info = _local_run(spark, sqlite_url, clock, src, "read")
+    assert ids == [] and not info["late_files"]
+
+
+def test_a_read_file_whose_mtime_moves_back_is_not_read_again(spark, sqlite_url, clock,
+                                                               tmp_path):
+    src = tmp_path / "in"
+    settled = add_batch(src, "settled.json", [1], clock.now - 3 * 3_600_000)
+    in_band = add_batch(src, "in_band.json", [2], clock.now - MIN)
+    assert _local_run(spark, sqlite_url, clock, src, "read")[0] == [1, 2]
+    clock.advance(MIN)
+    add_batch(src, "next.json", [3], clock.now - 30_000)
+    assert _local_run(spark, sqlite_url, clock, src, "read")[0] == [3]
+    clock.advance(MIN)
+    for p in (settled, in_band):   # touch -d: the same files, older times
+        os.utime(p, ns=((clock.now - 9 * 3_600_000) * 1_000_000,) * 2)
+    for mode in ("warn", "read"):
+        ids, info = _local_run(spark, sqlite_url, clock, src, mode)
+        assert ids == [] and not info["late_files"], info
+        clock.advance(MIN)
