@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -244,3 +245,27 @@ def test_a_read_file_whose_mtime_moves_back_is_not_read_again(spark, sqlite_url,
         ids, info = _local_run(spark, sqlite_url, clock, src, mode)
         assert ids == [] and not info["late_files"], info
         clock.advance(MIN)
+
+
+# ---------------------------------------------------------------------- 6. the HTML page
+def test_html_page_escapes_every_field_and_the_embedded_data(sqlite_url, clock, tmp_path):
+    from test_report_html import CHROMIUM, chromium
+
+    from sparkmark.report_html import write_html_report
+    from sparkmark.state import open_store
+    if CHROMIUM is None:
+        pytest.skip("chromium missing: apt-get install chromium")
+    pwn = "<img src=x onerror=\"document.body.setAttribute('data-pwned','1')\">"
+    _store_with_a_run(sqlite_url, clock, job="<!--<script>", error="</script><!--<script> __APP__")
+    clock.advance(MIN)
+    rid = _store_with_a_run(sqlite_url, clock, job="orders __DATA__", status="SUCCEEDED")
+    open_store(sqlite_url).update_run(rid, status=pwn, run_number=pwn)
+    page = tmp_path / "page.html"
+    write_html_report(str(page), sqlite_url)
+    text = page.read_text()
+    data = text.split('<script id="sm-data" type="application/json">', 1)[1].split("</script>")[0]
+    assert "<" not in data and json.loads(data)["runs"]  # nothing in the data can end the script
+    dom = chromium("--dump-dom", page.as_uri()).stdout
+    assert 'data-sm-ready="2"' in dom, dom[-3000:]     # the page's script ran to its end
+    assert not re.search(r"<body[^>]*data-pwned", dom) and "<img src=x" not in dom  # not run
+    assert "&lt;img src=x" in dom and "&lt;!--&lt;script&gt;" in dom
