@@ -269,3 +269,27 @@ def test_html_page_escapes_every_field_and_the_embedded_data(sqlite_url, clock, 
     assert 'data-sm-ready="2"' in dom, dom[-3000:]     # the page's script ran to its end
     assert not re.search(r"<body[^>]*data-pwned", dom) and "<img src=x" not in dom  # not run
     assert "&lt;img src=x" in dom and "&lt;!--&lt;script&gt;" in dom
+
+
+# ---------------------------------------------------------------------- 7. CLI messages
+def cli(*args: str, env: dict | None = None):
+    import subprocess
+    import sys
+    e = {k: v for k, v in os.environ.items() if k != "SPARKMARK_STATE"}
+    e.update(env or {})
+    exe = str(Path(sys.executable).with_name("sparkmark"))
+    return subprocess.run([exe, *args], capture_output=True, text=True, env=e, timeout=120)
+
+
+def test_cli_prints_user_text_literally_never_as_markup(sqlite_url, clock):
+    _store_with_a_run(sqlite_url, clock, job="orders", error="cannot read [/data/in/a.json] "
+                      "[bold]x[/bold] [/]")
+    for job in ("sales[eu]", "orders[/]", "[red]x"):
+        res = cli("--state", sqlite_url, "bookmark", "get", job)
+        assert res.returncode == 2, res.stderr
+        assert f"no job named {job!r}" in res.stderr and "Traceback" not in res.stderr
+    res = cli("--state", sqlite_url, "report")
+    assert res.returncode == 0, res.stderr
+    assert "[/data/in/a.json] [bold]x[/bold] [/]" in res.stdout
+    res = cli("--state", sqlite_url, "bookmark", "reset", "a[/]b")
+    assert res.returncode == 2 and "'a[/]b'" in res.stderr and "Traceback" not in res.stderr
