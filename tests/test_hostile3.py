@@ -293,3 +293,20 @@ def test_cli_prints_user_text_literally_never_as_markup(sqlite_url, clock):
     assert "[/data/in/a.json] [bold]x[/bold] [/]" in res.stdout
     res = cli("--state", sqlite_url, "bookmark", "reset", "a[/]b")
     assert res.returncode == 2 and "'a[/]b'" in res.stderr and "Traceback" not in res.stderr
+
+
+# ---------------------------------------------------------------------- 8. empty first run
+def test_an_empty_run_writes_no_file(spark, sqlite_url, clock, tmp_path):
+    src, target = tmp_path / "src", str(tmp_path / "out")
+    src.mkdir()
+    run_job(spark, sqlite_url, clock, src, target)          # the folder exists, no files yet
+    data = [f for _, _, fs in os.walk(target) for f in fs if not f.startswith((".", "_"))] \
+        if os.path.isdir(target) else []
+    assert data == []
+    from sparkmark.state import open_store
+    assert open_store(sqlite_url).list_runs()[-1]["status"] == "EMPTY"
+    add_batch(src, "a.json", [1], clock.now + 5 * MIN)
+    clock.advance(60 * MIN)
+    run_job(spark, sqlite_url, clock, src, target)
+    assert target_ids(spark, target) == [1]
+    assert "id" in spark.read.parquet(target).columns
