@@ -310,3 +310,49 @@ def test_an_empty_run_writes_no_file(spark, sqlite_url, clock, tmp_path):
     run_job(spark, sqlite_url, clock, src, target)
     assert target_ids(spark, target) == [1]
     assert "id" in spark.read.parquet(target).columns
+
+
+# ---------------------------------------------------------------------- 9, 10. bookmark set
+def _read_ids(spark, url, clock, src) -> list[int]:
+    job = Job(spark, state=url, clock=clock).init("orders", EN)
+    ids = sorted(r.id for r in job.read.files(str(src), format="json",
+                                              transformation_ctx="src").collect())
+    job.commit()
+    return ids
+
+
+def test_set_after_a_future_time_is_refused(spark, sqlite_url, clock, tmp_path):
+    src = tmp_path / "in"
+    add_batch(src, "a.json", [1], clock.now - 100 * MIN)
+    assert _read_ids(spark, sqlite_url, clock, src) == [1]
+    bm = Bookmarks(sqlite_url, clock=clock)
+    history = len(bm.history("orders"))
+    for when in ("2099-01-01", "2099-01-01T00:00:00Z"):
+        with pytest.raises(SparkmarkError, match="is in the future"):
+            bm.set("orders", "src", after=when)
+    res = cli("--state", sqlite_url, "bookmark", "set", "orders", "--ctx", "src", "--after",
+              "2099-01-01")
+    assert res.returncode == 2 and "is in the future" in res.stderr
+    assert len(bm.history("orders")) == history
+    clock.advance(MIN)
+    add_batch(src, "b.json", [2], clock.now - 30_000)
+    assert _read_ids(spark, sqlite_url, clock, src) == [2]
+
+
+def test_set_processed_through_a_linked_folder_matches_the_listing(spark, sqlite_url, clock,
+                                                                   tmp_path):
+    real = tmp_path / "real"
+    add_batch(real, "a.json", [1], clock.now - 100 * MIN)
+    os.symlink(real, tmp_path / "link")
+    assert _read_ids(spark, sqlite_url, clock, real) == [1]
+    clock.advance(60 * MIN)
+    bad = add_batch(real, "bad.json", [66], clock.now - 5 * MIN)
+    add_batch(real, "good.json", [2], clock.now - 5 * MIN)
+    bm = Bookmarks(sqlite_url, clock=clock)
+    bm.set("orders", "src", processed=[str(tmp_path / "link" / "bad.json")], spark=spark)
+    other = add_batch(tmp_path / "elsewhere", "x.json", [9], clock.now - 5 * MIN)
+    history = len(bm.history("orders"))
+    with pytest.raises(SparkmarkError, match="not under the source's path"):
+        bm.set("orders", "src", processed=[str(other)], spark=spark)
+    assert len(bm.history("orders")) == history
+    assert bad.exists() and _read_ids(spark, sqlite_url, clock, real) == [2]
