@@ -25,8 +25,9 @@ def run(listing, state, sketch, T, *, full=True, mode="warn", opts=BandOptions(m
     returns (files read, late files found, the next band state, the next sketch)."""
     plan = plan_band(listing, state, T, opts)
     late = plan_late(listing, state.low if state else None, sketch,
-                     state.files if state else {}, plan.selected, plan.state.low, full=full)
-    read = list(plan.selected) + (list(late.late) if mode == "read" else [])
+                     state.files if state else {}, plan.selected, plan.state.low, full=full,
+                     keep_late=mode == "warn")
+    read = list(plan.selected) + list(late.unseen) + (list(late.late) if mode == "read" else [])
     element = {**plan.state.to_element(), "late": late.sketch.to_element()}
     back = json.loads(json.dumps(element))
     return (read, late, BandState.from_element(back), SettledSketch.from_element(back["late"]))
@@ -87,13 +88,40 @@ def test_preserved_mtime_copy_is_found_once_and_read_once_with_read():
     assert read == [] and late.count == 0
 
 
-def test_warned_late_file_is_reported_once():
+def test_warned_late_file_is_reported_until_read_or_ignored():
+    """lateFiles=warn leaves a late file out of the sketch: every full listing reports it until
+    a run reads it (lateFiles=read, as the warning says) or accepts it (lateFiles=ignore)."""
     _, _, s1, k1 = run([F("a", 100)], None, None, 1000)
     listing = [F("a", 100), F("old", 10)]
     _, late, s2, k2 = run(listing, s1, k1, 1200)
     assert late.count == 1
-    _, late, _, _ = run(listing, s2, k2, 1400)
-    assert late.count == 0
+    read, late, s3, k3 = run(listing, s2, k2, 1400)
+    assert late.count == 1 and read == []
+    read, late, s4, k4 = run(listing, s3, k3, 1600, mode="read")
+    assert [f.path for f in read] == ["file:/in/old"]
+    assert run(listing, s4, k4, 1800)[1].count == 0
+    _, late, s5, k5 = run(listing, s3, k3, 1600, mode="ignore")
+    assert late.count == 1 and run(listing, s5, k5, 1800)[1].count == 0
+
+
+def test_a_file_no_partial_listing_showed_is_read_once_by_the_next_full_listing():
+    _, _, s1, k1 = run([F("a", 100)], None, None, 1000)                     # full, low 900
+    _, _, s2, k2 = run([F("a", 100), F("b", 1050)], s1, k1, 1200, full=False)  # low 1049
+    # "mid" (mtime 1000) arrived in a folder the partial listings did not visit
+    listing = [F("a", 100), F("b", 1050), F("mid", 1000), F("old", 10)]
+    read, late, s3, k3 = run(listing, s2, k2, 1400)
+    assert [f.path for f in late.unseen] == ["file:/in/mid"] and late.info()["backfilled"] == 1
+    assert [f.path for f in late.late] == ["file:/in/old"]                 # below full_at
+    assert "file:/in/mid" in {f.path for f in read}
+    read, late, _, _ = run(listing, s3, k3, 1600)
+    assert "file:/in/mid" not in {f.path for f in read} and not late.unseen
+
+
+def test_a_known_path_whose_mtime_moved_back_is_neither_late_nor_read():
+    _, _, s1, k1 = run([F("a", 100), F("b", 950)], None, None, 1000)       # a settled, b in band
+    _, _, s2, k2 = run([F("a", 100), F("b", 950), F("c", 1100)], s1, k1, 1200)
+    read, late, _, _ = run([F("a", 50), F("b", 60), F("c", 1100)], s2, k2, 1400, mode="read")
+    assert read == [] and late.count == 0 and late.moved == 2
 
 
 def test_first_run_and_missing_sketch_do_not_check():
@@ -153,10 +181,15 @@ def test_detector_against_whole_history_model(timeline):
     The model remembers every file version read, every listing, and the last full listing:
     * all runs full: the run reports exactly the visible files with ``mtime <= previous low``
       that were not in the previous listing (the sketch's definition);
-    * always: every *late* file (``mtime <= previous low``, never read, not in the last full
-      listing) is reported by the next full listing, and every reported file is late or a
-      restored file (listed or read once, then missing from a later listing, then back with the
-      same mtime: the documented false positive)."""
+    * always: every *late* file (``mtime <=`` the low of the last full listing, never read,
+      not in the last full listing, or reported late and not read since) is reported by the
+      next full listing, and every reported file is late or a restored file (listed or read
+      once, then missing from a later listing, then back with the same mtime: the documented
+      false positive);
+    * a never-read settled file above the last full listing's low (one a partial listing
+      could not show) is read by the next full listing (``unseen``), not reported;
+    * a path known with another mtime may be taken as moved back (neither late nor read);
+    * no file version is read twice, except a restored one (the same false positive)."""
     files: dict[str, int] = {}
     deleted: dict[str, int] = {}
     used: set[tuple[str, int]] = set()
@@ -165,6 +198,8 @@ def test_detector_against_whole_history_model(timeline):
     vanished: set[tuple[str, int]] = set()
     prev_listing: set[tuple[str, int]] | None = None
     last_full: set[tuple[str, int]] = set()
+    waiting: set[tuple[str, int]] = set()       # reported late under warn, not read since
+    full_low: int | None = None
     all_full = True
     state = sketch = None
     now, counter = 10_000, 0
@@ -194,22 +229,40 @@ def test_detector_against_whole_history_model(timeline):
         prev_low = state.low if state else None
         read, late, state2, sketch2 = run(listing, state, sketch, now, full=full, mode=mode,
                                           opts=opts)
+        known = ever_read | last_full
+        moved_ok = {(p, m) for p, m in visible if any(q == p and n != m for q, n in known)}
         if not full or prev_low is None:
-            assert late.count is None
+            assert late.count is None and not late.unseen
         else:
             assert not late.overflow  # a few differences always decode
             reported = {(f.path, f.mtime) for f in late.late}
+            unseen = {(f.path, f.mtime) for f in late.unseen}
             settled = {(p, m) for p, m in visible if m <= prev_low}
-            late_ref = {v for v in settled if v not in ever_read and v not in last_full}
-            assert late_ref <= reported, "a late file was not reported"
+            fresh = {v for v in settled if v not in ever_read
+                     and (v not in last_full or v in waiting)}
+            late_ref = {v for v in fresh if full_low is None or v[1] <= full_low}
+            unseen_ref = fresh - late_ref
+            assert late_ref - moved_ok <= reported, "a late file was not reported"
             assert reported <= late_ref | vanished, "a reported file is not late"
+            assert unseen_ref - moved_ok <= unseen, "a file no listing showed was not read"
+            assert unseen <= unseen_ref | vanished, "a backfill read is not new"
             if all_full:
-                assert reported == {v for v in settled if v not in prev_listing}
+                assert not unseen
+                want = {v for v in settled if v not in prev_listing or v in waiting}
+                assert reported <= want and want - reported <= moved_ok
         for f in read:
+            assert (f.path, f.mtime) not in ever_read or (f.path, f.mtime) in vanished, \
+                "a file version was read twice"
             ever_read.add((f.path, f.mtime))
+        if full and mode == "warn":
+            waiting = {(f.path, f.mtime) for f in late.late}
+        elif full:
+            waiting = set()
+        waiting &= visible
         seen |= visible | ever_read
         vanished |= {v for v in seen if v not in visible}
         if full:
             last_full = visible
+            full_low = state2.low
         prev_listing = visible
         state, sketch = state2, sketch2

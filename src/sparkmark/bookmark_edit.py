@@ -46,8 +46,10 @@ def _spark(spark: "SparkSession | None") -> Any:
     return local_session("sparkmark-bookmark-set")
 
 
-def _processed_entries(paths: Sequence[str], spark: "SparkSession | None") -> dict[str, int]:
-    """``{path_hash: mtime}`` of the given files, by the same qualified paths listings use."""
+def _processed_entries(paths: Sequence[str], spark: "SparkSession | None",
+                       roots: Sequence[str] = ()) -> dict[str, int]:
+    """``{path_hash: mtime}`` of the given files, by the same qualified paths listings use
+    (spelled under the source's ``roots`` when known; a file under none is refused)."""
     from .fs import HadoopFS
     sp = _spark(spark)
     out: dict[str, int] = {}
@@ -65,14 +67,24 @@ def _processed_entries(paths: Sequence[str], spark: "SparkSession | None") -> di
         if is_dir:
             raise ConfigError(f"--processed path {raw!r} is a directory; give the files in it "
                               "(or use --after TIME to skip everything up to a time)")
+        if roots:
+            spelled = _spelled_under(path, roots, fs)
+            if spelled is None:
+                raise ConfigError(f"--processed path {raw!r} is not under the source's path "
+                                  f"({', '.join(roots)}), so no run would ever list it; give "
+                                  "the file as it lies under that path")
+            path = spelled
         out[path_hash(path)] = mtime
     return out
 
 
 def new_element(current: Any, ctx: str, *, after: Any = None,
                 processed: Sequence[str] | None = None, after_key: Sequence[Any] | None = None,
-                spark: "SparkSession | None" = None) -> dict[str, Any]:
-    """The element ``ctx`` gets; ``current`` is its element now (None: none yet)."""
+                spark: "SparkSession | None" = None, now: int | None = None,
+                roots: Sequence[str] = ()) -> dict[str, Any]:
+    """The element ``ctx`` gets; ``current`` is its element now (None: none yet).  ``now``
+    (ms): an ``after`` time later than it is refused; ``roots``: the source's paths as its
+    last run listed them, which ``processed`` files are spelled under."""
     given = [n for n, v in (("--after", after), ("--processed", processed),
                             ("--after-key", after_key)) if v not in (None, [], ())]
     if len(given) != 1:
@@ -113,11 +125,52 @@ def new_element(current: Any, ctx: str, *, after: Any = None,
             ts = parse_time(after, "UTC", what="--after time")
         except PipelineError as e:
             raise ConfigError(str(e)) from None
+        if now is not None and ts > now:
+            from .clock import format_ts
+            raise ConfigError(
+                f"--after {after} is in the future (now is {format_ts(now, 'UTC')}): every file "
+                "modified until then would count as processed and never be read; give a time "
+                "up to now")
         # every file with mtime <= ts counts as processed; everything newer is read next time
         return dict(base, low=ts, high=ts, listing_ts=ts, files={})
     files: dict[str, Any] = dict(base.get("files") or {})  # type: ignore[arg-type]
-    files.update(_processed_entries(list(processed or []), spark))
+    files.update(_processed_entries(list(processed or []), spark, roots))
     return dict(base, files=dict(sorted(files.items())))
+
+
+def source_roots(store: StateStore, job_name: str, ctx: str) -> list[str]:
+    """The input paths the newest run that read ``ctx`` listed (from its ledger config), or
+    ``[]``: ``source_roots(store, "orders", "src") == ["s3a://b/in"]``."""
+    import json
+    for row in reversed(store.list_runs(job_name=job_name)):
+        try:
+            info = (json.loads(row.get("config") or "{}").get("sources") or {}).get(ctx)
+        except (TypeError, ValueError, AttributeError):
+            continue
+        if isinstance(info, dict) and info.get("path"):
+            path = info["path"]
+            return [str(p) for p in (path if isinstance(path, list) else [path])]
+    return []
+
+
+def _spelled_under(path: str, roots: Sequence[str], fs: Any) -> str | None:
+    """``path`` (qualified) spelled under the first root it lies in, the way a listing of that
+    root names it: local paths are compared by their real location (symbolic links and ``..``
+    resolved), so a file given through a linked folder still matches; None if under none."""
+    import os
+    for raw_root in roots:
+        try:
+            root = str(fs.qualify(raw_root).toString()).rstrip("/")
+        except Exception:  # noqa: BLE001 - a root of another scheme
+            continue
+        if path == root or path.startswith(root + "/"):
+            return path
+        if path.startswith("file:") and root.startswith("file:"):
+            real = os.path.realpath(path[5:])
+            real_root = os.path.realpath(root[5:])
+            if real.startswith(real_root.rstrip("/") + "/"):
+                return f"{root}/{real[len(real_root.rstrip('/')) + 1:]}"
+    return None
 
 
 def set_bookmark(store: StateStore, job_name: str, ctx: str, *, now: int, after: Any = None,
@@ -128,5 +181,6 @@ def set_bookmark(store: StateStore, job_name: str, ctx: str, *, now: int, after:
         raise ConfigError("--ctx needs the transformation_ctx whose element to set")
     current = store.current_version(job_name)  # UnknownJobError for an unknown job
     element = new_element(current.state.get(ctx), ctx, after=after, processed=processed,
-                          after_key=after_key, spark=spark)
+                          after_key=after_key, spark=spark, now=now,
+                          roots=source_roots(store, job_name, ctx) if processed else ())
     return store.set_element(job_name, ctx, element, now=now, expect_version=current.version)

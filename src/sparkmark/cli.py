@@ -16,6 +16,7 @@ from typing import Any, Callable, Optional
 import typer
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from .errors import SparkmarkError
 
@@ -25,10 +26,17 @@ bookmark_app = typer.Typer(help="Inspect, reset or rewind a job's bookmark.",
                            no_args_is_help=True)
 app.add_typer(bookmark_app, name="bookmark")
 
-# Piped output (no terminal) gets a wide page instead of rich's 80 columns.
-out = Console(highlight=False, soft_wrap=True,
+# Piped output (no terminal) gets a wide page instead of rich's 80 columns.  Markup is off:
+# job names, paths and error texts are user text, printed literally ("sales[eu]", "[/]");
+# styles come from Text objects only.
+out = Console(highlight=False, soft_wrap=True, markup=False,
               width=None if sys.stdout.isatty() else int(os.environ.get("COLUMNS", "240")))
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False, soft_wrap=True, markup=False)
+
+
+def _error_line(text: str) -> Text:
+    """``error: <text>`` with the prefix in bold red and the text literal (never markup)."""
+    return Text.assemble(("error:", "bold red"), " ", text)
 
 
 class _Ctx:
@@ -43,7 +51,7 @@ def _guard(fn: Callable[[], Any]) -> Any:
     try:
         return fn()
     except SparkmarkError as e:
-        err.print(f"[bold red]error:[/] {e}", markup=True, highlight=False)
+        err.print(_error_line(str(e)))
         raise typer.Exit(e.exit_code) from None
     except typer.Exit:
         raise
@@ -54,8 +62,8 @@ def _guard(fn: Callable[[], Any]) -> Any:
         if os.environ.get("SPARKMARK_DEBUG"):
             raise
         first = (str(e).strip().splitlines() or [type(e).__name__])[0][:500]
-        err.print(f"[bold red]error:[/] unexpected {type(e).__name__}: {first} "
-                  "(set SPARKMARK_DEBUG=1 for the full traceback)")
+        err.print(_error_line(f"unexpected {type(e).__name__}: {first} "
+                              "(set SPARKMARK_DEBUG=1 for the full traceback)"))
         raise typer.Exit(1) from None
 
 

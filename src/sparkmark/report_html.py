@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import html
 import json
+import os
+import re
 import time
 from importlib import resources
 from typing import Any
@@ -104,14 +106,18 @@ def _short_state(state: dict[str, Any]) -> str:
 
 def render_html(data: dict[str, Any]) -> str:
     """The page for :func:`page_data`'s result: one string, every script inlined."""
-    payload = json.dumps(data, separators=(",", ":"), default=str).replace("</", "<\\/")
+    # <, > and & as JSON escapes: no value (a job name, an error Spark echoed) can end the
+    # script element or open a comment in it ("<!--<script>" would hide the rest of the page)
+    payload = (json.dumps(data, separators=(",", ":"), default=str)
+               .replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026"))
     title = "sparkmark run ledger"
     if data["filters"]:
         title += " — " + ", ".join(f"{k} {v}" for k, v in data["filters"].items())
-    return (_TEMPLATE.replace("__TITLE__", html.escape(title))
-            .replace("__ECHARTS__", _asset("echarts.min.js").replace("</script", "<\\/script"))
-            .replace("__DATA__", payload)
-            .replace("__APP__", _APP))
+    parts = {"TITLE": html.escape(title),
+             "ECHARTS": _asset("echarts.min.js").replace("</script", "<\\/script"),
+             "DATA": payload, "APP": _APP}
+    # one pass: a value that spells a placeholder ("__APP__") is not substituted again
+    return re.sub(r"__(TITLE|ECHARTS|DATA|APP)__", lambda m: parts[m.group(1)], _TEMPLATE)
 
 
 def write_html_report(path: str, state: str | StateStore | None = None, *,
@@ -122,6 +128,7 @@ def write_html_report(path: str, state: str | StateStore | None = None, *,
         write_html_report("ledger.html", pipeline="overwatch")
     """
     store = state if isinstance(state, StateStore) else open_store(state, create=False)
+    refuse_output_onto_store(path, store)
     data = page_data(store, pipeline=pipeline, module=module, job=job, last=last)
     text = render_html(data)
     try:
@@ -132,6 +139,43 @@ def write_html_report(path: str, state: str | StateStore | None = None, *,
         raise ConfigError(f"cannot write the report to {path!r}: {e.strerror}; give a "
                           "writable --output file") from None
     return {"path": path, "runs": len(data["runs"]["run_id"]), "bytes": len(text.encode())}
+
+
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def refuse_output_onto_store(path: str, store: StateStore) -> None:
+    """Refuse (``ConfigError``, nothing written) a report file that is the state store's
+    database (or its ``-wal``/``-shm``/``-journal`` file, through any spelling or link) or any
+    other SQLite database.
+
+        refuse_output_onto_store("runs.html", store)       # fine
+        refuse_output_onto_store(".sparkmark/state.db", store)  # ConfigError
+    """
+    from sqlalchemy.engine import make_url
+
+    from .errors import ConfigError
+    real = os.path.realpath(path)
+    try:
+        db = make_url(store.url).database
+    except Exception:  # noqa: BLE001 - an URL the store itself accepted; be lenient here
+        db = None
+    if db and db != ":memory:" and make_url(store.url).get_backend_name() == "sqlite":
+        db = db[5:] if db.startswith("file:") else db
+        base = os.path.realpath(os.path.expanduser(db.split("?", 1)[0]))
+        if real in {base + s for s in ("", "-wal", "-shm", "-journal")}:
+            raise ConfigError(f"--output {path!r} is the state store's database "
+                              f"({store.display_url}); writing the page there would destroy it. "
+                              "Give another file, e.g. --output runs.html")
+    try:
+        with open(real, "rb") as f:
+            head = f.read(len(SQLITE_HEADER))
+    except OSError:
+        return
+    if head == SQLITE_HEADER:
+        raise ConfigError(f"--output {path!r} is a SQLite database (a state store?); refusing "
+                          "to overwrite it with the page. Give another file, e.g. "
+                          "--output runs.html")
 
 
 _TEMPLATE = """<!DOCTYPE html>
@@ -185,18 +229,18 @@ const pad = n => String(n).padStart(2,'0');
 function ts(ms){ if(ms==null) return ''; const d=new Date(ms);
   return d.getUTCFullYear()+'-'+pad(d.getUTCMonth()+1)+'-'+pad(d.getUTCDate())+' '+
     pad(d.getUTCHours())+':'+pad(d.getUTCMinutes())+':'+pad(d.getUTCSeconds())+' UTC'; }
-function esc(s){ return String(s==null?'':s).replace(/[&<>"]/g,
-  c=>({'&':'&amp;','<':'&lt;','>':'&gt;','"':'&quot;'}[c])); }
+function esc(s){ return String(s==null?'':s).replace(/[&<>"']/g,
+  c=>({'&':'&amp;','<':'&lt;','>':'&gt;','"':'&quot;',"'":'&#39;'}[c])); }
 function dur(i){ return R.end[i]==null? null : (R.end[i]-R.start[i])/1000; }
 function details(i){
-  const lines = ['<b>'+esc(L[R.lane[i]])+'</b>', 'status: <b>'+D.statuses[R.status[i]]+'</b>',
-    'run '+esc(R.run_id[i])+' (#'+R.run_number[i]+', attempt '+R.attempt[i]+')',
-    'start: '+ts(R.start[i]), 'end: '+ts(R.end[i])+(dur(i)!=null?' ('+dur(i)+' s)':'')];
-  if(R.from[i]!=null) lines.push('window: ['+ts(R.from[i])+', '+ts(R.until[i])+')');
-  lines.push('records read: '+(R.read[i]??'')+', written: '+(R.written[i]??''));
-  if(R.files[i]!=null) lines.push('files: '+R.files[i]);
-  if(R.late[i]) lines.push('<span class="mark">late files: '+R.late[i]+'</span>');
-  if(R.version[i]!=null) lines.push('bookmark version: '+R.version[i]);
+  const lines = ['<b>'+esc(L[R.lane[i]])+'</b>', 'status: <b>'+esc(D.statuses[R.status[i]])+'</b>',
+    'run '+esc(R.run_id[i])+' (#'+esc(R.run_number[i])+', attempt '+esc(R.attempt[i])+')',
+    'start: '+esc(ts(R.start[i])), 'end: '+esc(ts(R.end[i]))+(dur(i)!=null?' ('+esc(dur(i))+' s)':'')];
+  if(R.from[i]!=null) lines.push('window: ['+esc(ts(R.from[i]))+', '+esc(ts(R.until[i]))+')');
+  lines.push('records read: '+esc(R.read[i]??'')+', written: '+esc(R.written[i]??''));
+  if(R.files[i]!=null) lines.push('files: '+esc(R.files[i]));
+  if(R.late[i]) lines.push('<span class="mark">late files: '+esc(R.late[i])+'</span>');
+  if(R.version[i]!=null) lines.push('bookmark version: '+esc(R.version[i]));
   if(R.note[i]) lines.push('<span class="mark">'+esc(R.note[i])+'</span>');
   if(R.error[i]) lines.push('<span style="color:#b00">'+esc(R.error[i]).slice(0,300)+'</span>');
   return '<div style="max-width:520px;white-space:normal">'+lines.join('<br>')+'</div>';
@@ -206,7 +250,7 @@ const counts = {}; for(let i=0;i<N;i++){ const s=D.statuses[R.status[i]]; counts
 const present = D.statuses.filter(s=>counts[s]);
 document.getElementById('meta').innerHTML = N+' run(s) of '+L.length+' job(s)/module(s) · state '+
   esc(D.store)+' · generated '+ts(D.generated)+' · '+Object.keys(counts).map(s=>'<span class="chip" '+
-  'style="background:'+D.colours[D.statuses.indexOf(s)]+'">'+s+' '+counts[s]+'</span>').join('');
+  'style="background:'+esc(D.colours[D.statuses.indexOf(s)])+'">'+esc(s)+' '+counts[s]+'</span>').join('');
 // Big ledgers open zoomed in on their newest ZOOM_RUNS runs (drag the slider or scroll to see
 // the rest): ECharts then draws only those bars, so the page opens fast at 10,000 runs.
 const ZOOM_RUNS = 400;
@@ -302,7 +346,7 @@ function draw(){
     if(y==null) return -1; return (x<y?-1:1)*sortDir; });
   const shown = ix.slice(0, TABLE_ROWS);
   tbody.innerHTML = shown.map(i=>'<tr>'+COLS.map(c=>{ const v=c[1](i), t=c[2]?c[2](v):v;
-    const col = c[0]==='status'? ' style="color:'+D.colours[R.status[i]]+';font-weight:600"':'';
+    const col = c[0]==='status'? ' style="color:'+esc(D.colours[R.status[i]])+';font-weight:600"':'';
     return '<td'+(c[0]==='error'?' class="err"':'')+col+'>'+esc(t)+'</td>'; }).join('')+'</tr>').join('');
   document.getElementById('count').textContent = ix.length+' of '+N+' run(s)'+
     (ix.length>shown.length? ' (first '+shown.length+' shown; filter to narrow)':'');
@@ -315,8 +359,8 @@ marks.push('table '+Math.round(performance.now()-T0));
 document.getElementById('bookmarks').innerHTML = Object.keys(D.bookmarks).map(job=>
   '<details><summary>'+esc(job)+': '+D.bookmarks[job].length+' version(s)</summary><table><tr>'+
   '<th>version</th><th>kind</th><th>run</th><th>created</th><th>state</th></tr>'+
-  D.bookmarks[job].map(v=>'<tr><td>'+v[0]+'</td><td>'+esc(v[1])+'</td><td>'+esc(v[2])+
-  '</td><td>'+ts(v[3])+'</td><td class="err" style="color:#333">'+esc(v[4])+'</td></tr>').join('')+
+  D.bookmarks[job].map(v=>'<tr><td>'+esc(v[0])+'</td><td>'+esc(v[1])+'</td><td>'+esc(v[2])+
+  '</td><td>'+esc(ts(v[3]))+'</td><td class="err" style="color:#333">'+esc(v[4])+'</td></tr>').join('')+
   '</table></details>').join('') || '<p class="meta">no bookmarks</p>';
 document.body.setAttribute('data-sm-ready', String(N));
 document.body.setAttribute('data-sm-marks', marks.join(','));

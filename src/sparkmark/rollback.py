@@ -145,10 +145,21 @@ def reset_with_output(store: StateStore, job_name: str, run_id: str | None, *,
                               "'sparkmark report' lists the jobs that have run")
     if run_id is not None:
         store.validate_runs(job_name, [run_id])  # a clear error for a run that never committed
+        with store.tx("reading the ledger") as conn:  # and for one rolled back (its output gone)
+            store.refuse_rolled_back(conn, job_name, run_id)
     rows = store.list_runs(job_name=job_name)
     after = 0
     if run_id is not None:
         after = next(r["run_number"] for r in rows if r["run_id"] == run_id)
+    known = {s.value for s in RunStatus}
+    odd = [r for r in rows if r["run_number"] > after and r["status"] not in known]
+    if remove_output and odd:
+        from .errors import StateCorruptError
+        raise StateCorruptError(
+            f"run {odd[0]['run_id']} of job {job_name!r} has status {str(odd[0]['status'])[:40]!r}"
+            f", which sparkmark does not know (edited in the store?), so it cannot tell whether "
+            "its output must be removed; nothing was changed. Set its status back to one of "
+            f"{', '.join(sorted(known))}, then reset again")
     later = [r for r in rows if r["status"] in RunStatus.progress()
              and r["run_number"] > after] if remove_output else []
     earlier = [r for r in rows if pending_removal(r)] if remove_output else []

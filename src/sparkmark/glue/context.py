@@ -24,7 +24,9 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
+import re
 import time
 from typing import TYPE_CHECKING, Any, Mapping
 
@@ -254,8 +256,10 @@ class GlueContext:
         168): ``glueContext.purge_s3_path("s3://b/tmp/", {"retentionPeriod": 0})``.
 
         The path goes through ``SPARKMARK_PATH_MAP``; a path that leaves its mapped root (or,
-        unmapped, itself) through ``..``, or a file-system root, is refused.  Files of runs not
-        yet committed (``_sparkmark_staging``) are never deleted.  Returns the deleted files.
+        unmapped, itself) through ``..`` or a symbolic link, or a file-system root in any
+        spelling (``/``, ``//``, ``file:///``, ``s3a://bucket/``), is refused.  Symbolic links
+        below it are neither followed nor deleted.  Files of runs not yet committed
+        (``_sparkmark_staging``) are never deleted.  Returns the deleted files.
         """
         return _purge(self, [s3_path], options, "purge_s3_path")
 
@@ -562,9 +566,9 @@ def _purge(glue: GlueContext, raw_paths: list[str], options: Any, call: str) -> 
             "ignores excludeStorageClasses)"))
     try:
         hours_f = float(hours)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         hours_f = -1.0
-    if hours_f < 0:
+    if not math.isfinite(hours_f) or hours_f < 0 or isinstance(hours, bool):
         raise ConfigError(f"{call}: retentionPeriod must be a number of hours >= 0, not "
                           f"{hours!r}")
     job = glue.sparkmark_job
@@ -585,6 +589,14 @@ def _purge(glue: GlueContext, raw_paths: list[str], options: Any, call: str) -> 
         _check_scheme(spark, raw, target, ConfigError, call)
         jpath = jvm.org.apache.hadoop.fs.Path(target)
         fs = jpath.getFileSystem(conf)
+        qualified = fs.makeQualified(jpath)
+        if qualified.isRoot():
+            raise ConfigError(f"{call}: refusing to purge {target!r}, a file-system root")
+        uri = qualified.toUri()
+        if str(uri.getScheme() or "").lower() == "file":
+            deleted += _purge_local(str(uri.getPath()), str(qualified.toString()),
+                                    paths.mapped_root(raw, path_map), cutoff, call, raw)
+            continue
         if not fs.exists(jpath):
             continue
         it = fs.listFiles(jpath, True)
@@ -598,6 +610,60 @@ def _purge(glue: GlueContext, raw_paths: list[str], options: Any, call: str) -> 
                 deleted.append(p.toString())
     logging.getLogger("sparkmark.glue").info("%s: deleted %d file(s)", call, len(deleted))
     return deleted
+
+
+def _purge_local(path: str, shown: str, root: str | None, cutoff: int, call: str,
+                 raw: str) -> list[str]:
+    """Purge a local folder without following symbolic links: a link (to a folder or a file)
+    is neither entered nor deleted, and a folder whose real location is a file-system root or
+    outside its mapped root is refused."""
+    real = os.path.realpath(path)
+    if os.path.dirname(real) == real:
+        raise ConfigError(f"{call}: {raw!r} is a file-system root (through a link); refusing "
+                          "to purge it")
+    if root is not None:
+        base = os.path.realpath(root[5:] if root.startswith("file:") else root)
+        if real != base and not real.startswith(base.rstrip("/") + "/"):
+            raise ConfigError(f"{call}: {raw!r} leads (through a link) to {real!r}, outside its "
+                              f"mapped root {root!r}; refusing to delete there")
+    if not os.path.isdir(real):
+        if os.path.isfile(path) and not os.path.islink(path) and \
+                os.stat(path).st_mtime_ns // 1_000_000 < cutoff:
+            os.unlink(path)
+            return [shown]
+        return []
+    deleted: list[str] = []
+    stack = [("", real)]
+    while stack:
+        rel, folder = stack.pop()
+        with os.scandir(folder) as entries:
+            for e in sorted(entries, key=lambda e: e.name):
+                if e.is_symlink():
+                    continue  # never followed, never deleted: it may lead out of the root
+                name = f"{rel}/{e.name}" if rel else e.name
+                if e.is_dir(follow_symlinks=False):
+                    if e.name != "_sparkmark_staging":  # output of a run not yet committed
+                        stack.append((name, e.path))
+                elif e.is_file(follow_symlinks=False) and \
+                        e.stat(follow_symlinks=False).st_mtime_ns // 1_000_000 < cutoff:
+                    os.unlink(e.path)
+                    deleted.append(f"{shown.rstrip('/')}/{name}")
+    return sorted(deleted)
+
+
+def _is_root_spelling(target: str) -> bool:
+    """Whether ``target`` names a file-system root in any spelling (pure): ``/``, ``//``,
+    ``/./``, ``file:///``, ``FILE:/``, ``s3a://bucket/``...
+
+        _is_root_spelling("file:////")   # True
+    """
+    m = re.match(r"^([A-Za-z][A-Za-z0-9+.-]*):(.*)$", target, re.DOTALL)
+    scheme, rest = (m.group(1).lower(), m.group(2)) if m else ("", target)
+    path = rest
+    if scheme and rest.startswith("//"):  # an authority (host, bucket), then the path
+        authority, _, after = rest[2:].partition("/")
+        path = rest[2:] if scheme == "file" and not authority else after
+    return not [c for c in path.split("/") if c not in ("", ".")]
 
 
 def _purge_target(raw: Any, path_map: list, call: str) -> str:
@@ -622,7 +688,7 @@ def _purge_target(raw: Any, path_map: list, call: str) -> str:
             if norm != base and not norm.startswith(base.rstrip("/") + "/"):
                 raise ConfigError(f"{call}: {raw!r} maps to {target!r}, outside its mapped "
                                   f"root {root!r}; refusing to delete there")
-    elif not rest.strip("/"):
+    if _is_root_spelling(target):
         raise ConfigError(f"{call}: refusing to purge {target!r}, a file-system root")
     elif "/" not in rest.strip("/") and scheme.lower() in ("s3", "s3a", "s3n", "gs", "oss"):
         raise ConfigError(f"{call}: refusing to purge {target!r}, a whole bucket; give a prefix "

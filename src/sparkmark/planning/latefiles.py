@@ -40,7 +40,7 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
-from .bands import FileEntry
+from .bands import FileEntry, path_hash
 
 M64 = (1 << 64) - 1
 K = 3                 # cells per key (one in each of K sub-tables)
@@ -49,6 +49,8 @@ CELLS = K * WIDTH     # 768 cells x 16 bytes = 12 KiB (16 KiB as base64), whatev
 CAPACITY = 400        # differences that decode with high probability (tested)
 SAMPLE = 20           # names kept in the ledger / named by lateFiles=fail
 _GOLD = 0x9E3779B97F4A7C15
+_GOLD_INV = pow(_GOLD, -1, 1 << 64)
+MAX_MTIME = 1 << 50   # ms: year 37,000; a decoded "mtime" above this is not one
 _CELL = struct.Struct("<iQI")
 
 
@@ -200,10 +202,22 @@ class SettledSketch:
     at: int
     digest: Digest
     table: IBLT
+    #: the ``low`` of the last *full* listing: every file with ``mtime <= full_at`` was listed
+    #: then; a file above it that a partial (incremental, lexical) listing never showed may be
+    #: new (None: as ``at``, elements written before it existed)
+    full_at: int | None = None
+
+    @property
+    def seen_to(self) -> int:
+        """Up to which mtime every file was listed: ``full_at``, else ``at``."""
+        return self.at if self.full_at is None else self.full_at
 
     def to_element(self) -> dict[str, Any]:
-        return {"at": self.at, "n": self.digest.n, "xor": f"{self.digest.xor:016x}",
-                "sum": f"{self.digest.total:016x}", "iblt": self.table.encode()}
+        out = {"at": self.at, "n": self.digest.n, "xor": f"{self.digest.xor:016x}",
+               "sum": f"{self.digest.total:016x}", "iblt": self.table.encode()}
+        if self.full_at is not None:
+            out["full_at"] = self.full_at
+        return out
 
     @classmethod
     def from_element(cls, element: Mapping[str, Any] | None) -> "SettledSketch | None":
@@ -211,24 +225,26 @@ class SettledSketch:
         if not isinstance(element, Mapping):
             return None
         try:
+            full_at = element.get("full_at")
             return cls(at=int(element["at"]),
                        digest=Digest(int(element["n"]), int(element["xor"], 16),
                                      int(element["sum"], 16)),
-                       table=IBLT.decode_text(str(element["iblt"])))
+                       table=IBLT.decode_text(str(element["iblt"])),
+                       full_at=None if full_at is None else int(full_at))
         except (KeyError, TypeError, ValueError, zlib.error):
             return None
 
-    def plus(self, keys: Sequence[int], at: int) -> "SettledSketch":
+    def plus(self, keys: Sequence[int], at: int, full_at: int | None = None) -> "SettledSketch":
         table = self.table.copy()
         table.add_all(keys)
-        return SettledSketch(at=at, digest=self.digest.plus(keys), table=table)
+        return SettledSketch(at=at, digest=self.digest.plus(keys), table=table, full_at=full_at)
 
 
-def build_sketch(keys: Sequence[int], at: int) -> SettledSketch:
+def build_sketch(keys: Sequence[int], at: int, full_at: int | None = None) -> SettledSketch:
     """The sketch of exactly these keys (the settled files of a listing, ``mtime <= at``)."""
     table = IBLT()
     table.add_all(keys)
-    return SettledSketch(at=at, digest=Digest.of(keys), table=table)
+    return SettledSketch(at=at, digest=Digest.of(keys), table=table, full_at=full_at)
 
 
 @dataclass(frozen=True)
@@ -245,6 +261,7 @@ class LateCheck:
     overflow: bool = False
     checked: bool = True
     table: IBLT | None = None
+    removed_keys: frozenset[int] = frozenset()
 
 
 def check_late(settled_keys: Sequence[int], previous: SettledSketch | None,
@@ -268,7 +285,25 @@ def check_late(settled_keys: Sequence[int], previous: SettledSketch | None,
     if not complete:
         return LateCheck(overflow=True, table=table)
     late = tuple(i for i, k in enumerate(settled_keys) if k in plus)
-    return LateCheck(late=late, removed=len(minus), table=table)
+    return LateCheck(late=late, removed=len(minus), table=table, removed_keys=frozenset(minus))
+
+
+def listed_before(entry: FileEntry, removed_keys: frozenset[int] | set[int],
+                  band_files: Mapping[str, int]) -> bool:
+    """Whether ``entry``'s path was known with another mtime: in the band's ``files`` (read
+    by a run), or in the sketch under a key no longer listed (the same path, another mtime).
+    Such a file moved its mtime back (``touch -d``, a copy over it with an old time): it is
+    not a new file, so neither late nor read again.  Pure; ``O(len(removed_keys))``.
+
+    >>> k = item_key(path_hash("file:/a"), 50)
+    >>> listed_before(FileEntry(7, "file:/a"), {k}, {}), listed_before(FileEntry(7, "file:/b"), {k}, {})
+    (True, False)
+    """
+    phash = path_hash(entry.path)
+    if phash in band_files:
+        return True
+    base = int(phash, 16)
+    return any(((k - base) * _GOLD_INV) & M64 < MAX_MTIME for k in removed_keys)
 
 
 def next_sketch(previous: SettledSketch | None, check: LateCheck, settled_keys: Sequence[int],
@@ -279,17 +314,18 @@ def next_sketch(previous: SettledSketch | None, check: LateCheck, settled_keys: 
     (``settled_keys``: ``mtime <= previous low``; ``settling_keys``: ``previous low < mtime <=
     new_low``), which also forgets deleted files.  Otherwise (incremental listing) the previous
     sketch plus ``settling_keys`` (files read by this or earlier runs that leave the band)."""
-    if full:
+    if full:   # everything up to new_low was listed now
         if check.table is not None:
             table = check.table.copy()
             table.add_all(settling_keys)
-            return SettledSketch(new_low, Digest.of(settled_keys).plus(settling_keys), table)
+            return SettledSketch(new_low, Digest.of(settled_keys).plus(settling_keys), table,
+                                 full_at=new_low)
         if previous is not None and check.checked and not check.overflow:
-            return previous.plus(settling_keys, new_low)   # equal digests: same set
-        return build_sketch(list(settled_keys) + list(settling_keys), new_low)
+            return previous.plus(settling_keys, new_low, new_low)   # equal digests: same set
+        return build_sketch(list(settled_keys) + list(settling_keys), new_low, new_low)
     if previous is None:
-        return build_sketch(list(settling_keys), new_low)
-    return previous.plus(settling_keys, new_low)
+        return build_sketch(list(settling_keys), new_low, full_at=None)
+    return previous.plus(settling_keys, new_low, previous.seen_to)
 
 
 # ---------------------------------------------------------------------- one run
@@ -305,6 +341,11 @@ class LatePlan:
     sketch: SettledSketch
     overflow: bool = False
     removed: int = 0
+    #: files a partial listing could not have shown (mtime above the last full listing's low,
+    #: never read): new input the run reads, whatever ``lateFiles`` says
+    unseen: tuple[FileEntry, ...] = ()
+    #: known paths whose mtime moved back (not new: neither late nor read)
+    moved: int = 0
 
     def info(self) -> dict[str, Any]:
         """The ledger fields: ``late_files`` (count or None) and a sample of names."""
@@ -313,17 +354,29 @@ class LatePlan:
                                                for f in self.late[:SAMPLE]]}
         if self.overflow:
             out["late_overflow"] = True
+        if self.unseen:
+            out["backfilled"] = len(self.unseen)
+        if self.moved:
+            out["mtime_moved_back"] = self.moved
         return out
 
 
 def plan_late(listing: Sequence[FileEntry], previous_low: int | None,
               previous_sketch: SettledSketch | None, previous_files: Mapping[str, int],
-              selected: Sequence[FileEntry], new_low: int, *, full: bool = True) -> LatePlan:
+              selected: Sequence[FileEntry], new_low: int, *, full: bool = True,
+              keep_late: bool = False) -> LatePlan:
     """Find the late files of a run and compute the sketch it commits (pure).
 
     ``listing``: the run's listing (every file when ``full``, else the directories it listed);
     ``previous_low``/``previous_sketch``/``previous_files``: the committed element; ``selected``:
-    what the band rule reads; ``new_low``: the low the run commits.
+    what the band rule reads; ``new_low``: the low the run commits.  ``keep_late``: the run
+    will not read its late files (``lateFiles=warn``): the sketch leaves them out, so the next
+    full listing reports them again and ``lateFiles=read`` reads them.
+
+    Of the settled files the sketch does not know, a path known with another mtime
+    (:func:`listed_before`) is not new (``moved``); one with an mtime above the last full
+    listing's low (``previous_sketch.seen_to``) is one a partial listing could not show, a
+    backfill (``unseen``, to be read); the rest are late.
 
     >>> from sparkmark.planning.bands import FileEntry as E
     >>> first = plan_late([E(5, "file:/a")], None, None, {}, [E(5, "file:/a")], 10)
@@ -354,5 +407,21 @@ def plan_late(listing: Sequence[FileEntry], previous_low: int | None,
         return LatePlan((), None, sketch)
     if check.overflow:
         return LatePlan((), None, sketch, overflow=True)
-    late = tuple(sorted(settled[i] for i in check.late))
-    return LatePlan(late, len(late), sketch, removed=check.removed)
+    assert previous_sketch is not None  # checked: there was one
+    found = [settled[i] for i in check.late]
+    moved = [f for f in found if listed_before(f, check.removed_keys, previous_files)]
+    moved_set = set(moved)
+    unseen = tuple(sorted(f for f in found
+                          if f not in moved_set and f.mtime > previous_sketch.seen_to))
+    late = tuple(sorted(f for f in found if f not in moved_set and f.mtime
+                        <= previous_sketch.seen_to))
+    if keep_late and late and check.table is not None:
+        table = check.table.copy()
+        gone = set(keys_of(late))
+        for k in gone:
+            table.add(k, -1)
+        kept = [k for k in settled_keys if k not in gone]
+        sketch = next_sketch(previous_sketch, LateCheck(table=table), kept, settling, new_low,
+                             full=True)
+    return LatePlan(late, len(late), sketch, removed=check.removed, unseen=unseen,
+                    moved=len(moved))

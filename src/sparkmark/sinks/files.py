@@ -95,6 +95,8 @@ def write_files(run: RunContext, df: "DataFrame", target: str, *, format: str = 
         fs.delete(fs.path(staging))
         raise SinkError(f"writing to {mask_url(target)} failed: {storage_error_text(e, target)}"
                         "; nothing was committed: the next run writes the same input") from None
+    if n == 0:  # no rows: no file either (Spark writes a schema-only one, which a plain reader
+        fs.delete(fs.path(staging))  # could sample as the target's schema); publish moves none
     run.add_written(n)
     return n
 

@@ -529,7 +529,10 @@ def read_files(run: RunContext, path: str | Sequence[str], *, format: str = "jso
             late = plan_late(listing.entries, previous.low if previous else None, sketch,
                              previous.files if previous else {}, plan.selected,
                              -1 if plan.state.low is None else plan.state.low,  # None: nothing read
-                             full=listing.mode == "full")
+                             full=listing.mode == "full",
+                             keep_late=band_opts.late_files == "warn")
+            if late.unseen:  # a partial listing could not show them: new input, read once
+                selected = sorted(set(selected) | set(late.unseen))
             selected = _apply_late(band_opts.late_files, late, selected, info, paths)
     df = load(run.spark, fmt, selected, listing, opts, schema, _stored_schema(previous))
     info["files"] = len(selected)
@@ -566,6 +569,8 @@ def _apply_late(mode: str, late: LatePlan, selected: list[FileEntry], info: dict
                 paths: Sequence[str]) -> list[FileEntry]:
     """``lateFiles``: report (warn), read once (read), fail the run (fail) or say nothing."""
     if mode == "ignore":
+        if late.unseen:
+            info["backfilled"] = len(late.unseen)
         return selected
     info.update(late.info())
     where = paths[0] if len(paths) == 1 else f"{len(paths)} paths"
@@ -587,11 +592,13 @@ def _apply_late(mode: str, late: LatePlan, selected: list[FileEntry], info: dict
             f"{late.count} late file(s) under {where}: their modification time is at or below "
             f"the bookmark's low watermark, so the band rule would never read them: "
             f"{', '.join(names)}{more}; read them once with lateFiles=read, or accept skipping "
-            "them with lateFiles=warn")
+            "them with lateFiles=ignore")
     if mode == "read":
         return sorted(set(selected) | set(late.late))
     log.warning("sparkmark: %d late file(s) under %s not read (mtime at or below the "
-                "bookmark's low; lateFiles=read reads them): %s%s", late.count, where,
+                "bookmark's low); a run with lateFiles=read reads them, lateFiles=ignore "
+                "accepts skipping them; until then every full listing reports them: %s%s",
+                late.count, where,
                 ", ".join(names), more)
     return selected
 

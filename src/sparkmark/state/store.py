@@ -670,8 +670,28 @@ class StateStore:
         the job at it; refused while the job has a live run."""
         job = self._require_job(conn, job_name, lock=True)
         self._refuse_live_run(job, now, action)
+        if run_id is not None:
+            self.refuse_rolled_back(conn, job_name, run_id)
         state = {} if run_id is None else self._version_of_run(conn, job_name, run_id).state
         return self._admin_version(conn, job, state, kind=kind, source_run_id=run_id, now=now)
+
+    @staticmethod
+    def refuse_rolled_back(conn: Connection, job_name: str, run_id: str) -> None:
+        """Rewinding to a ``ROLLED_BACK`` run is refused: its output was removed (or is being
+        removed), so the state it committed would skip records no target holds, and the runs
+        after it would lose their output too.
+
+            store.refuse_rolled_back(conn, "orders", run_id)   # raises for a rolled-back run
+        """
+        status = conn.execute(select(runs.c.status).where(
+            runs.c.run_id == run_id, runs.c.job_name == job_name)).scalar()
+        if status == RunStatus.ROLLED_BACK:
+            raise UnknownRunError(
+                f"run {cap(run_id)!r} of job {cap(job_name)!r} was rolled back (an earlier reset "
+                "or rollback removed its output), so rewinding to it would skip records no "
+                "target holds; nothing was changed. Rewind to a run that is not ROLLED_BACK: "
+                f"'sparkmark report --job {job_name}' shows each run's status, "
+                f"'sparkmark bookmark history {job_name}' the bookmark versions")
 
     @staticmethod
     def _refuse_live_run(job: Any, now: int, action: str) -> None:
