@@ -688,11 +688,8 @@ def _purge_target(raw: Any, path_map: list, call: str) -> str:
             if norm != base and not norm.startswith(base.rstrip("/") + "/"):
                 raise ConfigError(f"{call}: {raw!r} maps to {target!r}, outside its mapped "
                                   f"root {root!r}; refusing to delete there")
-    if _is_root_spelling(target):
+    if _is_root_spelling(target):  # a whole bucket too: Glue expects s3://bucket/prefix/
         raise ConfigError(f"{call}: refusing to purge {target!r}, a file-system root")
-    elif "/" not in rest.strip("/") and scheme.lower() in ("s3", "s3a", "s3n", "gs", "oss"):
-        raise ConfigError(f"{call}: refusing to purge {target!r}, a whole bucket; give a prefix "
-                          "(s3://bucket/prefix/), as Glue's purge_s3_path expects")
     return target
 
 
