@@ -207,7 +207,7 @@ def _read_group(spark: "SparkSession", fmt: str, group: Sequence[FileEntry], lis
                         F.struct(F.lit(CORRUPT_KEY).alias("k"), raw.alias("v"))))
     kept = F.filter(F.array(*pairs), lambda x: x.isNotNull())
     file_pair = F.array(F.struct(F.lit(FILE_KEY).alias("k"),
-                                 F.col("_metadata.file_path").alias("v")))
+                                 F.input_file_name().alias("v")))
     rescued = F.when(F.size(kept) > 0,
                      F.to_json(F.map_from_entries(F.concat(kept, file_pair))))
     cols = []
