@@ -210,3 +210,38 @@ def test_a_wedged_run_names_the_file_and_the_cli_command_that_unwedges_it(
     job, _, rows = read(spark, sqlite_url, clock, src, "json", None, mode="FAILFAST")
     assert [r["id"] for r in rows] == [2, 2]
     job.commit()
+
+
+def test_the_issue_wedge_is_gone_and_spark_own_handling_names_the_way_out(
+        spark, sqlite_url, clock, tmp_path):
+    """Issue 23's report: a bookmarked JSON job writing parquet, then a file whose amount is
+    "30.5".  By default the run succeeds (the text is rescued); with Spark's own handling the
+    target's clash names the input file and the command that skips it, and after that command
+    the next run reads past it."""
+    from sparkmark.errors import SinkError
+    src, out = tmp_path / "in", str(tmp_path / "out")
+
+    def run(opts):
+        with Job(spark, state=sqlite_url, clock=clock).run("orders", EN) as job:
+            df = job.read.files(str(src), transformation_ctx="src", options=opts)
+            job.write(df.drop("_rescued_data") if "_rescued_data" in df.columns else df, out,
+                      transformation_ctx="sink")
+        clock.advance(10 * MIN)
+    put(src, "a.json", '{"id": 1, "amount": 30}\n', clock.now - 5 * MIN)
+    run(None)
+    bad = put(src, "b.json", '{"id": 2, "amount": "30.5"}\n', clock.now - 5 * MIN)
+    run(None)                                              # default: no wedge
+    assert sorted(tuple(r) for r in spark.read.parquet(out).select("id", "amount").collect()) \
+        == [(1, 30), (2, None)]
+    Bookmarks(sqlite_url, clock=clock).reset("orders")     # read both again, Spark's way
+    with pytest.raises(SinkError) as e:
+        run({"mode": "PERMISSIVE"})
+    text = str(e.value)
+    assert "amount: target has bigint, new data has string" in text
+    assert "b.json" in text and \
+        "skip the file with: sparkmark bookmark set orders --ctx src --processed PATH" in text
+    Bookmarks(sqlite_url, clock=clock).set("orders", "src", processed=[f"file:{bad}"],
+                                          spark=spark)
+    put(src, "c.json", '{"id": 3, "amount": 7}\n', clock.now - 5 * MIN)
+    run({"mode": "PERMISSIVE"})     # a.json again (the reset) and c.json: no clash
+    assert sorted(r.id for r in spark.read.parquet(out).collect()) == [1, 1, 2, 3]
