@@ -245,3 +245,28 @@ def test_the_issue_wedge_is_gone_and_spark_own_handling_names_the_way_out(
     put(src, "c.json", '{"id": 3, "amount": 7}\n', clock.now - 5 * MIN)
     run({"mode": "PERMISSIVE"})     # a.json again (the reset) and c.json: no clash
     assert sorted(r.id for r in spark.read.parquet(out).collect()) == [1, 1, 2, 3]
+
+
+@pytest.mark.parametrize("fmt", ["json", "csv"])
+def test_rescue_on_s3_reads_each_csv_by_its_own_header(spark, s3, sqlite_url, fmt):
+    """The same drift on a real S3 API (moto): a CSV file's header is read from the object
+    store (one small read per file), values that do not fit are rescued, the next run reads on."""
+    import time
+
+    from conftest import FakeClock
+    clock = FakeClock(start=int(time.time() * 1000))
+    src = s3.url("in")
+    ids = []
+    for i, name in enumerate(NAMES):
+        m = s3.put(f"in/{name}.{fmt}", FILES[fmt][i])
+        clock.now = max(clock.now, m + 2000)
+        job, cols, rows = read(spark, sqlite_url, clock, src, fmt, None)
+        ids.append(sorted(r["id"] or 0 for r in rows))
+        if i == 1:
+            r2 = rescued(next(r for r in rows if r["id"] == 2))
+            assert r2["amount"] == "30.5" and r2["note"] == "x"
+            assert r2["_file_path"].startswith("s3a://") and job.reads["src"][
+                "rescued_records"] == 2
+        job.commit()
+        clock.advance(MIN)
+    assert ids == [[1], [0, 2, 3] if fmt == "json" else [2, 3, 4], [5]]
