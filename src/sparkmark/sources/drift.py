@@ -179,7 +179,7 @@ def _read_group(spark: "SparkSession", fmt: str, group: Sequence[FileEntry], lis
         csv_opts = {k: v for k, v in permissive.items()
                     if k.lower() in ("sep", "delimiter", "quote", "escape", "nullvalue",
                                      "ignoreleadingwhitespace", "ignoretrailingwhitespace")}
-        parsed = F.from_csv(raw, ", ".join(f"`{n}` STRING" for n in names), csv_opts)
+        parsed = F.from_csv(raw, ", ".join(f"`{n}` STRING" for n in names), csv_opts or None)
 
         def raw_value(name: str) -> "Column":
             return parsed.getField(name) if name in names else F.lit(None).cast("string")
