@@ -368,8 +368,11 @@ def _read_files(spark: Any, job: "SparkmarkJob | None", paths_: list[str], fmt: 
     for raw, m in zip(paths_, mapped):
         _check_scheme(spark, raw, m, SourceError, "read")
     if job is not None:
-        df = job.read.files(mapped, format=spark_fmt, transformation_ctx=ctx,
-                            options={**options, **reader_opts})
+        merged = {**options, **reader_opts}
+        if spark_fmt in ("json", "csv") and not any(
+                str(k).lower() in ("mode", "schemaevolution") for k in merged):
+            merged["mode"] = "FAILFAST"  # Glue's frames have no _rescued_data: as without a job
+        df = job.read.files(mapped, format=spark_fmt, transformation_ctx=ctx, options=merged)
     else:  # no running job: everything, read the way sparkmark's file source reads it
         from ..planning.bands import plan_all, split_options
         from ..sources import files as file_source

@@ -18,6 +18,7 @@ from ..formats import WRITE_FORMATS
 from ..fs import ArrowFS, HadoopFS, file_system, storage_secrets
 from ..jvm import storage_error_text
 from ..run import FileOutput, RunContext
+from ..schema_drift import skip_hint
 from ..secrets import mask_url
 from .stamping import STAGING_DIR, count_while, published_prefix, stamp
 
@@ -66,7 +67,10 @@ def write_files(run: RunContext, df: "DataFrame", target: str, *, format: str = 
         raise SinkError(f"target {target} is a file, not a directory; write to a directory path")
     stamped = stamp(df, run_id, snapshot_ts) if stamp_rows else df
     # partition columns live in folder names, typed by Spark's guess: compare data columns only
-    check_schema(run.spark, fs, target, fmt, stamped.drop(*parts))
+    try:
+        check_schema(run.spark, fs, target, fmt, stamped.drop(*parts))
+    except SinkError as e:
+        raise SinkError(f"{e}{_input_hint(run, df)}") from None
     published_prefix(run_id)  # a real run id: it becomes part of paths
     staging = f"{root.toString().rstrip('/')}/{STAGING_DIR}/{run_id}/{output_index}"
     # In the ledger before anything exists on disk: a crash from here on leaves nothing that the
@@ -99,6 +103,23 @@ def write_files(run: RunContext, df: "DataFrame", target: str, *, format: str = 
         fs.delete(fs.path(staging))  # could sample as the target's schema); publish moves none
     run.add_written(n)
     return n
+
+
+def _input_hint(run: RunContext, df: "DataFrame") -> str:
+    """Where a clashing write's data came from, and the way out when one file brought the
+    change (the ``bookmark set`` command): the input files of ``df`` (the first 3)."""
+    try:
+        files = sorted(df.inputFiles())
+    except Exception:  # noqa: BLE001 - not a file-backed DataFrame
+        return ""
+    if not files:
+        return ""
+    reads = getattr(run, "reads", None)
+    ctxs = [c for c, r in (reads or {}).items() if "listed" in r]
+    shown = ", ".join(files[:3]) + (f" (and {len(files) - 3} more)" if len(files) > 3 else "")
+    return (f". This run's data came from {len(files)} file(s): {shown}; if one of them brought "
+            f"the change, {skip_hint(run.job_name, ctxs[0] if len(ctxs) == 1 else None, ['PATH'])}"
+            " (or read json/csv with schemaEvolution, see docs/files.md)")
 
 
 def check_schema(spark: "SparkSession", fs: "HadoopFS | ArrowFS", target: str, fmt: str,

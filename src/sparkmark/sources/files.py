@@ -42,8 +42,10 @@ from ..planning.bands import (BandOptions, BandState, FileEntry, excluded, glob_
 from ..planning.latefiles import SAMPLE, LatePlan, SettledSketch, plan_late
 from ..planning.listing import ListingState, choose_listing, margin_for, merge_states, walk
 from ..run import ReadMode, RunContext
+from ..schema_drift import skip_hint, split_drift_option
 from ..secrets import mask_url
 from .dirlisting import hadoop_level, local_level
+from .drift import known_from_element, known_json, read_drift
 
 log = logging.getLogger("sparkmark")
 
@@ -369,8 +371,12 @@ def has_spark_avro(spark: "SparkSession") -> bool:
 
 
 def load(spark: "SparkSession", fmt: str, files: Sequence[FileEntry], listing: Listing,
-         opts: dict[str, str], schema, fallback_schema=None) -> "DataFrame":
-    """Read exactly ``files`` (by path); partition columns come from each root's basePath."""
+         opts: dict[str, str], schema, fallback_schema=None, *,
+         hint: Callable[[list[str]], str] | None = None) -> "DataFrame":
+    """Read exactly ``files`` (by path); partition columns come from each root's basePath.
+
+    A read that fails names the file(s) that fail (each probed alone when several were read)
+    and, with ``hint``, the way out (``hint(paths)``: the ``bookmark set`` command)."""
     from pyspark.sql.types import StringType, StructField, StructType
     read_format = compat.xml_format(spark) if fmt == "xml" else fmt  # spark-xml on 3.5
     if not files:
@@ -396,13 +402,35 @@ def load(spark: "SparkSession", fmt: str, files: Sequence[FileEntry], listing: L
             with _serial_listing(spark, len(paths)):
                 frames.append(compat.load_paths(spark, reader, [escape_glob(p) for p in paths]))
         except Exception as e:  # noqa: BLE001
-            raise SourceError(f"cannot read the {fmt} input ({len(paths)} new file(s) under "
-                              f"{base or paths[0]}): {java_error_text(e)}; fix or remove the file, "
-                              "or see docs/files.md for PERMISSIVE/ignoreCorruptFiles") from None
+            bad = _failing_files(spark, reader, paths) if len(paths) > 1 else paths
+            named = (f"file {bad[0]}" if len(bad) == 1 else
+                     f"files {', '.join(bad[:5])}" + (f" (and {len(bad) - 5} more)"
+                                                       if len(bad) > 5 else "")
+                     ) if bad else f"{len(paths)} new file(s) under {base or paths[0]}"
+            way_out = f"; or {hint(bad)}" if hint is not None and bad else ""
+            raise SourceError(f"cannot read the {fmt} input ({named}): {java_error_text(e)}; "
+                              "nothing was committed. Fix or remove the file, see docs/files.md "
+                              f"for schemaEvolution/PERMISSIVE/ignoreCorruptFiles{way_out}"
+                              ) from None
     df = frames[0]
     for other in frames[1:]:
         df = df.unionByName(other, allowMissingColumns=True)
     return df
+
+
+#: how many files a failed read probes one by one to name the bad ones
+PROBE_LIMIT = 20
+
+
+def _failing_files(spark: "SparkSession", reader: Any, paths: Sequence[str]) -> list[str]:
+    """The files among ``paths`` that fail alone (the first :data:`PROBE_LIMIT` probed)."""
+    bad = []
+    for p in paths[:PROBE_LIMIT]:
+        try:
+            compat.load_paths(spark, reader, [escape_glob(p)])
+        except Exception:  # noqa: BLE001 - this one is (one of) the culprits
+            bad.append(p)
+    return bad
 
 
 _DISCOVERY_THRESHOLD = "spark.sql.sources.parallelPartitionDiscovery.threshold"
@@ -483,6 +511,7 @@ def read_files(run: RunContext, path: str | Sequence[str], *, format: str = "jso
     """
     fmt = check_format(format)
     band_opts, rest = split_options(options)
+    drift_mode, rest = split_drift_option(fmt, rest)
     opts, schema = reader_options(fmt, rest)
     paths = _as_paths(path)
     for p in paths:  # s3a keys and tokens never reach the ledger
@@ -534,7 +563,20 @@ def read_files(run: RunContext, path: str | Sequence[str], *, format: str = "jso
             if late.unseen:  # a partial listing could not show them: new input, read once
                 selected = sorted(set(selected) | set(late.unseen))
             selected = _apply_late(band_opts.late_files, late, selected, info, paths)
-    df = load(run.spark, fmt, selected, listing, opts, schema, _stored_schema(previous))
+    hint = functools.partial(skip_hint, run.job_name, transformation_ctx)
+    known_schema = None
+    if drift_mode is None:
+        df = load(run.spark, fmt, selected, listing, opts, schema, _stored_schema(previous),
+                  hint=hint)
+    else:
+        df, drift, counts = read_drift(
+            run.spark, fmt, selected, listing, opts, schema,
+            known_from_element(previous.extra.get("known_schema") if previous else None),
+            drift_mode, load=functools.partial(load, hint=hint), job=run.job_name,
+            ctx=transformation_ctx)
+        info.update(drift.info())
+        info.update(counts)
+        known_schema = known_json(df) if df.columns else None
     info["files"] = len(selected)
     info["bytes"] = sum(f.size for f in selected)
     info["new_input"] = bool(selected)
@@ -555,6 +597,8 @@ def read_files(run: RunContext, path: str | Sequence[str], *, format: str = "jso
                                             ).to_element()
         if df.columns:  # the columns an empty run returns (see docs/files.md)
             extra["schema"] = df.schema.json()
+        if known_schema is not None:  # schemaEvolution's known schema (docs/files.md)
+            extra["known_schema"] = known_schema
         element = BandState(low=plan.state.low, high=plan.state.high,
                             listing_ts=plan.state.listing_ts, band=plan.state.band,
                             files=plan.state.files, extra=extra).to_element()

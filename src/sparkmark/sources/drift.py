@@ -1,0 +1,281 @@
+"""Reading json/csv files under a known schema (option ``schemaEvolution``): the Spark side.
+
+The decisions are pure (:mod:`sparkmark.schema_drift`); this module only asks Spark:
+
+1. *See* the new files' columns: Spark's own inference over them (JSON: one pass over the new
+   files; CSV: the header of each file, plus a pass when ``inferSchema=true``).  CSV files are
+   grouped by header line, so a file whose header gained, lost or reordered columns is read
+   by its own header, not by the first file's positions.
+2. *Plan* with :func:`~sparkmark.schema_drift.plan_drift`.
+3. *Read* with the planned types (``mode=PERMISSIVE`` and an internal corrupt-record column),
+   new columns as strings; a value Spark could not convert is found again in the raw record
+   (``from_json`` to a map of strings, ``from_csv`` to strings) and goes into
+   ``_rescued_data`` with the file's path, as do new columns' values and rows that cannot be
+   parsed at all.
+4. *Count* rows with rescued (or, in mode ``none``, dropped) values and malformed rows: one
+   aggregate over the new files, reported in the ledger.
+
+Example: ``df, plan, counts = read_drift(spark, "json", files, listing, opts, None, None,
+"rescue", load=load)``
+"""
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any, Callable, Sequence
+
+from ..errors import SourceError
+from ..fs import file_system
+from ..planning.bands import FileEntry
+from ..schema_drift import (CORRUPT, CORRUPT_KEY, FILE_KEY, RESCUED, DriftPlan, Field,
+                            merge_seen, plan_drift, skip_hint)
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql.types import StructType
+
+#: how many files a failOnNewColumns error probes one by one to name them
+PROBE_LIMIT = 20
+
+
+def fields_of(schema: "StructType | None") -> list[Field] | None:
+    """A StructType as plain ``(name, simpleString)`` pairs."""
+    if schema is None:
+        return None
+    return [(f.name, f.dataType.simpleString()) for f in schema.fields]
+
+
+def known_from_element(text: Any) -> "StructType | None":
+    """The known schema kept in a bookmark element (Spark's JSON form), or None."""
+    if not text:
+        return None
+    from pyspark.sql.types import StructType
+    try:
+        return StructType.fromJson(json.loads(text))
+    except Exception:  # noqa: BLE001 - an unreadable schema is relearnt from the data
+        return None
+
+
+def _struct(pairs: Sequence[tuple[str, Any]]) -> "StructType":
+    from pyspark.sql.types import StructField, StructType
+    return StructType([StructField(n, t, True) for n, t in pairs])
+
+
+def _first_line(spark: "SparkSession", f: FileEntry, opts: dict[str, str]) -> str:
+    """The first line of a file (its CSV header), reading at most 64 KB."""
+    n = max(0, min(f.size, 65536))
+    enc = opts.get("encoding") or opts.get("charset") or "utf-8"
+    if f.path.startswith("file:"):
+        local = f.path[len("file:"):]
+        while local.startswith("//"):
+            local = local[1:]
+        with open(local, "rb") as fh:
+            data = fh.read(n)
+    else:
+        fs = file_system(spark, f.path)
+        jfs = getattr(fs, "fs", None)
+        if jfs is None or not hasattr(jfs, "open"):
+            raw = spark.read.text(f.path.replace("[", "\\[")).limit(1).collect()
+            return raw[0][0] if raw else ""
+        stream = jfs.open(fs.path(f.path))
+        try:
+            jvm: Any = spark.sparkContext._jvm
+            data = bytes(jvm.org.apache.commons.io.IOUtils.toByteArray(stream, n))
+        finally:
+            stream.close()
+    return data.decode(enc, errors="replace").split("\n", 1)[0]
+
+
+def _groups(spark: "SparkSession", fmt: str, files: Sequence[FileEntry],
+            opts: dict[str, str]) -> list[list[FileEntry]]:
+    """Files Spark can read together: CSV files with the same header line, else all."""
+    if fmt != "csv" or str(opts.get("header", "false")).lower() != "true":
+        return [list(files)]
+    by_header: dict[str, list[FileEntry]] = {}
+    for f in files:
+        by_header.setdefault(_first_line(spark, f, opts), []).append(f)
+    return list(by_header.values())
+
+
+def read_drift(spark: "SparkSession", fmt: str, files: Sequence[FileEntry], listing: Any,
+               opts: dict[str, str], user_schema: "StructType | None",
+               known: "StructType | None", mode: str, *, load: Callable[..., "DataFrame"],
+               job: str | None = None, ctx: str | None = None
+               ) -> tuple["DataFrame", DriftPlan, dict[str, int]]:
+    """The new files as a DataFrame under the known schema (see the module docstring):
+    ``(df, plan, counts)``; ``counts`` has ``malformed_records`` and ``rescued_records``
+    (``dropped_records`` in mode ``none``)."""
+    from pyspark.sql.types import StringType
+    base_known = user_schema if user_schema is not None else known
+    permissive = {**{k: v for k, v in opts.items() if k.lower() != "mode"},
+                  "mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT}
+    if not files:  # an empty run: the known columns (and _rescued_data), nothing to compare
+        if base_known is None:
+            return load(spark, fmt, files, listing, opts, None), plan_drift([], [], mode), {}
+        plan = plan_drift(None, fields_of(base_known) or [], mode)
+        known_types = {f.name: f.dataType for f in base_known.fields}
+        cols = [(n, known_types[n]) for n, _ in plan.columns]
+        if plan.rescue:
+            cols.append((RESCUED, StringType()))
+        return load(spark, fmt, files, listing, opts, _struct(cols)), plan, {}
+    groups = _groups(spark, fmt, files, opts)
+    seen_struct: list["StructType"] = []
+    for group in groups:  # a file Spark cannot open fails here, named with the way out
+        seen_struct.append(load(spark, fmt, group, listing, permissive, None).schema)
+    seen = merge_seen([fields_of(s) or [] for s in seen_struct])
+    plan = plan_drift(fields_of(base_known), seen, mode)
+    if plan.fails:
+        raise SourceError(_new_columns_error(spark, fmt, groups, seen_struct, listing,
+                                             permissive, plan, load, job, ctx))
+    types: dict[str, Any] = {}
+    for s in seen_struct:
+        for f in s.fields:
+            types.setdefault(f.name.lower(), f.dataType)
+    if base_known is not None:
+        for f in base_known.fields:
+            types[f.name.lower()] = f.dataType
+    frames = []
+    for group, s in zip(groups, seen_struct):
+        frames.append(_read_group(spark, fmt, group, listing, permissive, s, plan, types, load))
+    df = frames[0]
+    for other in frames[1:]:
+        df = df.unionByName(other)
+    counts = _count(df, plan)
+    out = [c for c in df.columns if c not in (CORRUPT, RESCUED)]
+    if plan.rescue:
+        out.append(RESCUED)
+    return df.select(*out), plan, counts
+
+
+def _read_group(spark: "SparkSession", fmt: str, group: Sequence[FileEntry], listing: Any,
+                permissive: dict[str, str], seen: "StructType", plan: DriftPlan,
+                types: dict[str, Any], load: Callable[..., "DataFrame"]) -> "DataFrame":
+    """One group's rows: the planned columns typed, the extra ones rescued, the raw record
+    re-read where Spark could not convert a value."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StringType
+    typed = {n.lower(): n for n, _ in plan.columns}
+    extra = {n.lower(): n for n in plan.extra}
+    if fmt == "csv":  # positional: this group's own columns, in its header's order
+        read_cols = [(f.name, types[f.name.lower()] if f.name.lower() in typed else StringType())
+                     for f in seen.fields if f.name != CORRUPT]
+    else:
+        read_cols = [(n, types[n.lower()]) for n, _ in plan.columns] + \
+                    [(n, StringType()) for n in plan.extra]
+    schema = _struct(read_cols + [(CORRUPT, StringType())])
+    opts = dict(permissive)
+    if fmt == "csv":
+        opts["enforceSchema"] = "true"
+    df = load(spark, fmt, group, listing, opts, schema)
+    have = {c.lower(): c for c in df.columns}
+    raw = F.col(CORRUPT)
+    if fmt == "json":
+        parsed = F.from_json(raw, "map<string,string>")
+
+        def raw_value(name: str) -> "Column":
+            return parsed.getItem(name)
+    else:
+        names = [n for n, _ in read_cols if n.lower() not in
+                 {c.lower() for c in _partition_names(listing, group, seen, fmt)}]
+        csv_opts = {k: v for k, v in permissive.items()
+                    if k.lower() in ("sep", "delimiter", "quote", "escape", "nullvalue",
+                                     "ignoreleadingwhitespace", "ignoretrailingwhitespace")}
+        parsed = F.from_csv(raw, ", ".join(f"`{n}` STRING" for n in names), csv_opts or None)
+
+        def raw_value(name: str) -> "Column":
+            return parsed.getField(name) if name in names else F.lit(None).cast("string")
+    pairs = []
+    mismatched = []
+    for low, name in typed.items():
+        if low not in have:
+            continue
+        col = F.col(have[low])
+        value = raw_value(have[low])
+        bad = raw.isNotNull() & col.isNull() & value.isNotNull()
+        if fmt == "csv":
+            bad = bad & (value != F.lit(permissive.get("nullValue", "")))
+        mismatched.append(bad)
+        pairs.append(F.when(bad, F.struct(F.lit(name).alias("k"), value.alias("v"))))
+    for low, name in extra.items():
+        if low in have:
+            col = F.col(have[low])
+            pairs.append(F.when(col.isNotNull(), F.struct(F.lit(name).alias("k"),
+                                                          col.cast("string").alias("v"))))
+    any_mismatch = F.lit(False)
+    for m in mismatched:
+        any_mismatch = any_mismatch | F.coalesce(m, F.lit(False))
+    pairs.append(F.when(raw.isNotNull() & ~any_mismatch,
+                        F.struct(F.lit(CORRUPT_KEY).alias("k"), raw.alias("v"))))
+    kept = F.filter(F.array(*pairs), lambda x: x.isNotNull())
+    file_pair = F.array(F.struct(F.lit(FILE_KEY).alias("k"),
+                                 F.input_file_name().alias("v")))
+    rescued = F.when(F.size(kept) > 0,
+                     F.to_json(F.map_from_entries(F.concat(kept, file_pair))))
+    cols = []
+    for n, _ in plan.columns:
+        if n.lower() in have:
+            cols.append(F.col(have[n.lower()]).cast(types[n.lower()]).alias(n))
+        else:
+            cols.append(F.lit(None).cast(types[n.lower()]).alias(n))
+    return df.select(*cols, raw.alias(CORRUPT), rescued.alias(RESCUED))
+
+
+def _partition_names(listing: Any, group: Sequence[FileEntry], seen: "StructType",
+                     fmt: str) -> list[str]:
+    """The partition columns (``key=value`` folders below the base path) of a group's files."""
+    if fmt != "csv" or not group:
+        return []
+    base = listing.base(group[0].path) if listing is not None else None
+    if base is None:
+        return []
+    rel = group[0].path[len(base) + 1:].split("/")[:-1]
+    return [part.split("=", 1)[0] for part in rel if "=" in part]
+
+
+def known_json(df: "DataFrame") -> str:
+    """The known schema to commit: ``df``'s columns without ``_rescued_data`` (Spark JSON)."""
+    return _struct([(f.name, f.dataType) for f in df.schema.fields if f.name != RESCUED]).json()
+
+
+def _count(df: "DataFrame", plan: DriftPlan) -> dict[str, int]:
+    """Rows with values that did not fit, and rows Spark could not parse whole: one aggregate."""
+    from pyspark.sql import functions as F
+    row = df.agg(F.count(F.when(F.col(RESCUED).isNotNull(), 1)).alias("r"),
+                 F.count(F.when(F.col(CORRUPT).isNotNull(), 1)).alias("m")).collect()[0]
+    key = "rescued_records" if plan.rescue else "dropped_records"
+    return {"malformed_records": int(row["m"]), key: int(row["r"])}
+
+
+def _new_columns_error(spark: "SparkSession", fmt: str, groups: list[list[FileEntry]],
+                       seen: list["StructType"], listing: Any, permissive: dict[str, str],
+                       plan: DriftPlan, load: Callable[..., "DataFrame"], job: str | None,
+                       ctx: str | None) -> str:
+    """failOnNewColumns: name the files that bring the new columns (each probed alone, up to
+    :data:`PROBE_LIMIT` files) and the ways out."""
+    new = {n.lower() for n in plan.new}
+    culprits: list[str] = []
+    probed = 0
+    for group, s in zip(groups, seen):
+        if not new & {f.name.lower() for f in s.fields}:
+            continue
+        if len(group) == 1 or fmt == "csv":
+            culprits.extend(f.path for f in group)
+            continue
+        for f in group:
+            if probed >= PROBE_LIMIT:
+                break
+            probed += 1
+            try:
+                names = {c.lower() for c in load(spark, fmt, [f], listing, permissive,
+                                                 None).columns}
+            except SourceError:
+                continue
+            if names & new:
+                culprits.append(f.path)
+    shown = ", ".join(culprits[:5]) + (f" (and {len(culprits) - 5} more)"
+                                       if len(culprits) > 5 else "")
+    return (f"new column(s) {', '.join(plan.new)} in {shown or 'the new files'} (source "
+            f"{ctx!r}), refused by schemaEvolution=failOnNewColumns; nothing was committed. "
+            "Add them with schemaEvolution=addNewColumns, keep their values in "
+            f"{RESCUED} with schemaEvolution=rescue, or "
+            + (skip_hint(job, ctx, culprits) or "skip the files with sparkmark bookmark set "
+               "--processed PATH"))
