@@ -278,7 +278,7 @@ def cli(*args: str, env: dict | None = None):
     e = {k: v for k, v in os.environ.items() if k != "SPARKMARK_STATE"}
     e.update(env or {})
     exe = str(Path(sys.executable).with_name("sparkmark"))
-    return subprocess.run([exe, *args], capture_output=True, text=True, env=e, timeout=120)
+    return subprocess.run([exe, *args], capture_output=True, text=True, env=e, timeout=90)
 
 
 def test_cli_prints_user_text_literally_never_as_markup(sqlite_url, clock):
@@ -356,3 +356,30 @@ def test_set_processed_through_a_linked_folder_matches_the_listing(spark, sqlite
         bm.set("orders", "src", processed=[str(other)], spark=spark)
     assert len(bm.history("orders")) == history
     assert bad.exists() and _read_ids(spark, sqlite_url, clock, real) == [2]
+
+
+# ---------------------------------------------------------------------- 12. symlink loops
+def test_reset_remove_output_with_symlink_loops_in_the_target(spark, sqlite_url, clock,
+                                                              tmp_path):
+    import subprocess
+    src, target = tmp_path / "src", str(tmp_path / "out")
+    ids = []
+    for k in range(2):
+        add_batch(src, f"b{k}.json", [k], clock.now + 5 * MIN)
+        clock.advance(60 * MIN)
+        ids.append(run_job(spark, sqlite_url, clock, src, target))
+    os.symlink(target, f"{target}/loop1")
+    os.symlink(".", f"{target}/loop2")
+    outside = add_batch(tmp_path / "elsewhere", f"sm-{ids[1]}-part-0.parquet", [7], 0)
+    os.symlink(outside.parent, f"{target}/out_link")
+    try:
+        res = cli("--state", sqlite_url, "bookmark", "reset", "orders", "--run-id", ids[0],
+                  "--remove-output")
+    except subprocess.TimeoutExpired:
+        pytest.fail("reset --remove-output hung on the symbolic link loops")
+    assert res.returncode == 0, res.stderr
+    assert outside.exists()                      # a link is not followed out of the target
+    left = sorted(f for f in os.listdir(target) if f.startswith("sm-"))
+    assert left and all(f.startswith(f"sm-{ids[0]}-") for f in left)
+    assert sorted(r.id for r in spark.read.parquet(*[f"{target}/{f}" for f in left])
+                  .collect()) == [0]
