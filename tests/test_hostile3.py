@@ -383,3 +383,66 @@ def test_reset_remove_output_with_symlink_loops_in_the_target(spark, sqlite_url,
     assert left and all(f.startswith(f"sm-{ids[0]}-") for f in left)
     assert sorted(r.id for r in spark.read.parquet(*[f"{target}/{f}" for f in left])
                   .collect()) == [0]
+
+
+# ---------------------------------------------------------------------- 13. smaller ones
+def test_admin_commands_on_a_missing_store_create_nothing(tmp_path):
+    url = f"sqlite:///{tmp_path}/typo/state.db"
+    for args in (["bookmark", "reset", "orders", "--dry-run"], ["bookmark", "release", "orders"],
+                 ["bookmark", "reset", "orders"],
+                 ["bookmark", "set", "orders", "--ctx", "src", "--after", "2020-01-01"]):
+        res = cli("--state", url, *args)
+        assert res.returncode == 2 and "creates nothing" in res.stderr, res.stderr
+        assert not (tmp_path / "typo").exists()
+
+
+def _sql(url: str, sql: str, **params) -> None:
+    import sqlalchemy as sa
+    engine = sa.create_engine(url)
+    with engine.begin() as conn:
+        conn.execute(sa.text(sql), params)
+    engine.dispose()
+
+
+def test_schema_version_not_a_number_is_one_clear_error(sqlite_url, clock):
+    _store_with_a_run(sqlite_url, clock)
+    _sql(sqlite_url, "UPDATE sm_meta SET value='v2' WHERE key='schema_version'")
+    res = cli("--state", sqlite_url, "report")
+    assert res.returncode == 2 and "schema_version is 'v2', not a number" in res.stderr, \
+        res.stderr
+    res = cli("--state", sqlite_url, "bookmark", "reset", "orders")
+    assert res.returncode == 2 and "not a number" in res.stderr
+
+
+def test_unknown_run_status_makes_reset_remove_output_change_nothing(spark, sqlite_url, clock,
+                                                                     tmp_path):
+    src, target = tmp_path / "src", str(tmp_path / "out")
+    ids = []
+    for k in range(2):
+        add_batch(src, f"b{k}.json", [k], clock.now + 5 * MIN)
+        clock.advance(60 * MIN)
+        ids.append(run_job(spark, sqlite_url, clock, src, target))
+    _sql(sqlite_url, "UPDATE sm_runs SET status='DONE' WHERE run_id=:r", r=ids[1])
+    bm = Bookmarks(sqlite_url, clock=clock)
+    history = len(bm.history("orders"))
+    with pytest.raises(SparkmarkError, match="status 'DONE', which sparkmark does not know"):
+        bm.reset("orders", run_id=ids[0], remove_output=True, spark=spark)
+    assert len(bm.history("orders")) == history and target_ids(spark, target) == [0, 1]
+    _sql(sqlite_url, "UPDATE sm_runs SET status='SUCCEEDED' WHERE run_id=:r", r=ids[1])
+    bm.reset("orders", run_id=ids[0], remove_output=True, spark=spark)
+    clock.advance(60 * MIN)
+    run_job(spark, sqlite_url, clock, src, target)
+    assert target_ids(spark, target) == [0, 1]                # exactly once
+
+
+def test_a_deleted_job_row_is_refused_before_anything_is_read(spark, sqlite_url, clock,
+                                                              tmp_path):
+    from sparkmark.errors import StateCorruptError
+    src, target = tmp_path / "src", str(tmp_path / "out")
+    add_batch(src, "a.json", [1], clock.now - 5 * MIN)
+    run_job(spark, sqlite_url, clock, src, target)
+    _sql(sqlite_url, "DELETE FROM sm_jobs WHERE job_name='orders'")
+    clock.advance(60 * MIN)
+    with pytest.raises(StateCorruptError, match="no job row"):
+        Job(spark, state=sqlite_url, clock=clock).init("orders", EN)
+    assert target_ids(spark, target) == [1]

@@ -433,6 +433,7 @@ class StateStore:
             self.check_same_store(conn)
             job = self._job_row(conn, job_name, lock=True)
             if job is None:
+                self._refuse_orphans(conn, job_name)
                 conn.execute(jobs.insert().values(
                     job_name=job_name, current_version=0, run_number=0, attempt=0,
                     created_ts=now))
@@ -674,6 +675,21 @@ class StateStore:
             self.refuse_rolled_back(conn, job_name, run_id)
         state = {} if run_id is None else self._version_of_run(conn, job_name, run_id).state
         return self._admin_version(conn, job, state, kind=kind, source_run_id=run_id, now=now)
+
+    @staticmethod
+    def _refuse_orphans(conn: Connection, job_name: str) -> None:
+        """A job with bookmark versions or runs but no job row lost its row (deleted in the
+        store): starting it afresh would read every input again, then fail at commit."""
+        n_versions = conn.execute(select(sa.func.count()).select_from(versions).where(
+            versions.c.job_name == job_name)).scalar() or 0
+        n_runs = conn.execute(select(sa.func.count()).select_from(runs).where(
+            runs.c.job_name == job_name)).scalar() or 0
+        if n_versions or n_runs:
+            raise StateCorruptError(
+                f"job {cap(job_name)!r} has {n_versions} bookmark version(s) and {n_runs} run(s) "
+                "in the state store but no job row (deleted by hand?); nothing was read or "
+                "changed. Restore the store from a backup, or delete the job's rows from "
+                "sm_bookmark_versions and sm_runs too to start it over on purpose")
 
     @staticmethod
     def refuse_rolled_back(conn: Connection, job_name: str, run_id: str) -> None:
