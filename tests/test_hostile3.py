@@ -446,3 +446,20 @@ def test_a_deleted_job_row_is_refused_before_anything_is_read(spark, sqlite_url,
     with pytest.raises(StateCorruptError, match="no job row"):
         Job(spark, state=sqlite_url, clock=clock).init("orders", EN)
     assert target_ids(spark, target) == [1]
+
+
+# ---------------------------------------------------------------------- names (docs note)
+def test_jobs_whose_names_differ_by_case_or_normalization_are_separate_and_warned(
+        spark, sqlite_url, clock, tmp_path, caplog):
+    import logging
+    src, target = tmp_path / "src", str(tmp_path / "out")
+    add_batch(src, "a.json", [1], clock.now - 5 * MIN)
+    names = ["caf\u00e9", "cafe\u0301", "CAF\u00c9"]    # NFC, NFD, upper case
+    with caplog.at_level(logging.WARNING, logger="sparkmark"):
+        for name in names:
+            run_job(spark, sqlite_url, clock, src, target, name=name)
+    from sparkmark.state import open_store
+    assert sorted(open_store(sqlite_url).job_names()) == sorted(names)   # three jobs
+    assert target_ids(spark, target) == [1, 1, 1]     # each read the file once
+    warned = [r.getMessage() for r in caplog.records if "also wrote" in r.getMessage()]
+    assert len(warned) == 2 and "only by case or Unicode normalization" in warned[-1]

@@ -777,6 +777,25 @@ class StateStore:
         with self.tx("reading the ledger") as conn:
             return [dict(r._mapping) for r in conn.execute(q)]
 
+    def jobs_writing(self, target: str, *, besides: str) -> list[str]:
+        """Other jobs (not ``besides``) whose runs staged output for ``target`` (a file target's
+        qualified path or a JDBC table), from the ledger: ``store.jobs_writing("file:/out",
+        besides="orders") == ["Orders"]``."""
+        needle = json.dumps({"target": target})[1:-1]
+        pattern = "%" + needle.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        q = (select(runs.c.job_name, runs.c.outputs)
+             .where(runs.c.job_name != besides, runs.c.outputs.like(pattern, escape="\\"))
+             .limit(200))
+        found: set[str] = set()
+        with self.tx("reading the ledger") as conn:
+            for name, outputs in conn.execute(q):
+                try:
+                    if any(o.get("target") == target for o in json.loads(outputs or "[]")):
+                        found.add(name)
+                except (TypeError, ValueError, AttributeError):
+                    continue
+        return sorted(found)
+
     def job_names(self) -> list[str]:
         with self.tx("reading the ledger") as conn:
             return [r[0] for r in conn.execute(select(jobs.c.job_name).order_by(jobs.c.job_name))]
