@@ -278,7 +278,7 @@ def cli(*args: str, env: dict | None = None):
     e = {k: v for k, v in os.environ.items() if k != "SPARKMARK_STATE"}
     e.update(env or {})
     exe = str(Path(sys.executable).with_name("sparkmark"))
-    return subprocess.run([exe, *args], capture_output=True, text=True, env=e, timeout=120)
+    return subprocess.run([exe, *args], capture_output=True, text=True, env=e, timeout=90)
 
 
 def test_cli_prints_user_text_literally_never_as_markup(sqlite_url, clock):
@@ -356,3 +356,110 @@ def test_set_processed_through_a_linked_folder_matches_the_listing(spark, sqlite
         bm.set("orders", "src", processed=[str(other)], spark=spark)
     assert len(bm.history("orders")) == history
     assert bad.exists() and _read_ids(spark, sqlite_url, clock, real) == [2]
+
+
+# ---------------------------------------------------------------------- 12. symlink loops
+def test_reset_remove_output_with_symlink_loops_in_the_target(spark, sqlite_url, clock,
+                                                              tmp_path):
+    import subprocess
+    src, target = tmp_path / "src", str(tmp_path / "out")
+    ids = []
+    for k in range(2):
+        add_batch(src, f"b{k}.json", [k], clock.now + 5 * MIN)
+        clock.advance(60 * MIN)
+        ids.append(run_job(spark, sqlite_url, clock, src, target))
+    os.symlink(target, f"{target}/loop1")
+    os.symlink(".", f"{target}/loop2")
+    outside = add_batch(tmp_path / "elsewhere", f"sm-{ids[1]}-part-0.parquet", [7], 0)
+    os.symlink(outside.parent, f"{target}/out_link")
+    try:
+        res = cli("--state", sqlite_url, "bookmark", "reset", "orders", "--run-id", ids[0],
+                  "--remove-output")
+    except subprocess.TimeoutExpired:
+        pytest.fail("reset --remove-output hung on the symbolic link loops")
+    assert res.returncode == 0, res.stderr
+    assert outside.exists()                      # a link is not followed out of the target
+    left = sorted(f for f in os.listdir(target) if f.startswith("sm-"))
+    assert left and all(f.startswith(f"sm-{ids[0]}-") for f in left)
+    assert sorted(r.id for r in spark.read.parquet(*[f"{target}/{f}" for f in left])
+                  .collect()) == [0]
+
+
+# ---------------------------------------------------------------------- 13. smaller ones
+def test_admin_commands_on_a_missing_store_create_nothing(tmp_path):
+    url = f"sqlite:///{tmp_path}/typo/state.db"
+    for args in (["bookmark", "reset", "orders", "--dry-run"], ["bookmark", "release", "orders"],
+                 ["bookmark", "reset", "orders"],
+                 ["bookmark", "set", "orders", "--ctx", "src", "--after", "2020-01-01"]):
+        res = cli("--state", url, *args)
+        assert res.returncode == 2 and "creates nothing" in res.stderr, res.stderr
+        assert not (tmp_path / "typo").exists()
+
+
+def _sql(url: str, sql: str, **params) -> None:
+    import sqlalchemy as sa
+    engine = sa.create_engine(url)
+    with engine.begin() as conn:
+        conn.execute(sa.text(sql), params)
+    engine.dispose()
+
+
+def test_schema_version_not_a_number_is_one_clear_error(sqlite_url, clock):
+    _store_with_a_run(sqlite_url, clock)
+    _sql(sqlite_url, "UPDATE sm_meta SET value='v2' WHERE key='schema_version'")
+    res = cli("--state", sqlite_url, "report")
+    assert res.returncode == 2 and "schema_version is 'v2', not a number" in res.stderr, \
+        res.stderr
+    res = cli("--state", sqlite_url, "bookmark", "reset", "orders")
+    assert res.returncode == 2 and "not a number" in res.stderr
+
+
+def test_unknown_run_status_makes_reset_remove_output_change_nothing(spark, sqlite_url, clock,
+                                                                     tmp_path):
+    src, target = tmp_path / "src", str(tmp_path / "out")
+    ids = []
+    for k in range(2):
+        add_batch(src, f"b{k}.json", [k], clock.now + 5 * MIN)
+        clock.advance(60 * MIN)
+        ids.append(run_job(spark, sqlite_url, clock, src, target))
+    _sql(sqlite_url, "UPDATE sm_runs SET status='DONE' WHERE run_id=:r", r=ids[1])
+    bm = Bookmarks(sqlite_url, clock=clock)
+    history = len(bm.history("orders"))
+    with pytest.raises(SparkmarkError, match="status 'DONE', which sparkmark does not know"):
+        bm.reset("orders", run_id=ids[0], remove_output=True, spark=spark)
+    assert len(bm.history("orders")) == history and target_ids(spark, target) == [0, 1]
+    _sql(sqlite_url, "UPDATE sm_runs SET status='SUCCEEDED' WHERE run_id=:r", r=ids[1])
+    bm.reset("orders", run_id=ids[0], remove_output=True, spark=spark)
+    clock.advance(60 * MIN)
+    run_job(spark, sqlite_url, clock, src, target)
+    assert target_ids(spark, target) == [0, 1]                # exactly once
+
+
+def test_a_deleted_job_row_is_refused_before_anything_is_read(spark, sqlite_url, clock,
+                                                              tmp_path):
+    from sparkmark.errors import StateCorruptError
+    src, target = tmp_path / "src", str(tmp_path / "out")
+    add_batch(src, "a.json", [1], clock.now - 5 * MIN)
+    run_job(spark, sqlite_url, clock, src, target)
+    _sql(sqlite_url, "DELETE FROM sm_jobs WHERE job_name='orders'")
+    clock.advance(60 * MIN)
+    with pytest.raises(StateCorruptError, match="no job row"):
+        Job(spark, state=sqlite_url, clock=clock).init("orders", EN)
+    assert target_ids(spark, target) == [1]
+
+
+# ---------------------------------------------------------------------- names (docs note)
+def test_jobs_whose_names_differ_by_case_or_normalization_are_separate_and_warned(
+        spark, sqlite_url, clock, tmp_path, caplog):
+    import logging
+    src, target = tmp_path / "src", str(tmp_path / "out")
+    add_batch(src, "a.json", [1], clock.now - 5 * MIN)
+    names = ["caf\u00e9", "cafe\u0301", "CAF\u00c9"]    # NFC, NFD, upper case
+    with caplog.at_level(logging.WARNING, logger="sparkmark"):
+        for name in names:
+            run_job(spark, sqlite_url, clock, src, target, name=name)
+    from sparkmark.state import open_store
+    assert sorted(open_store(sqlite_url).job_names()) == sorted(names)   # three jobs
+    assert target_ids(spark, target) == [1, 1, 1]     # each read the file once
+    warned = [r.getMessage() for r in caplog.records if "also wrote" in r.getMessage()]
+    assert len(warned) == 2 and "only by case or Unicode normalization" in warned[-1]

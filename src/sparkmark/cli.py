@@ -76,9 +76,13 @@ def _main(state: Optional[str] = typer.Option(
         os.environ["SPARKMARK_STATE"] = state
 
 
-def _bookmarks(create: bool = True):
+def _bookmarks(create: bool = True, existing: bool = True):
+    """The API over the state store; ``existing``: the store must already exist (an admin
+    command on a mistyped --state must not create a folder and an empty store)."""
     from .bookmarks import Bookmarks
     from .state import open_store
+    if existing and create:
+        open_store(CTX.state, create=False)  # a clear error if there is no store there
     return Bookmarks(open_store(CTX.state, create=create))
 
 

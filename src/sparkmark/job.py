@@ -455,6 +455,30 @@ class Job:
         self._outputs.append(output)
         self.store.update_run(self.run_identity()[1], outputs=publish_.records(self._outputs),
                               publish_state=PublishState.STAGED)
+        self._warn_shared_target(output.target)
+
+    def _warn_shared_target(self, target: str) -> None:
+        """Two jobs writing one target: each one's rollback removes only its own runs' output,
+        and names that differ only by case or Unicode normalization are separate jobs."""
+        import logging
+        import unicodedata
+        try:
+            others = self.store.jobs_writing(target, besides=str(self.job_name))
+        except Exception:  # noqa: BLE001 - a warning must never fail a write
+            return
+        if not others:
+            return
+
+        def same(a: str, b: str) -> bool:
+            return (unicodedata.normalize("NFKC", a).casefold()
+                    == unicodedata.normalize("NFKC", b).casefold())
+        alike = [o for o in others if same(o, str(self.job_name))]
+        logging.getLogger("sparkmark").warning(
+            "sparkmark: job %r writes %s, which job(s) %s also wrote%s; each job has its own "
+            "bookmark and rollback, so check that this is meant", self.job_name, target,
+            ", ".join(repr(o) for o in others),
+            (f" ({', '.join(repr(o) for o in alike)} differ(s) from {self.job_name!r} only by "
+             "case or Unicode normalization: job names are compared exactly)") if alike else "")
 
     def add_commit_check(self, check: Callable[[], None]) -> None:
         """Run ``check()`` at :meth:`commit` before anything is saved; an exception from it

@@ -11,6 +11,8 @@ files by that prefix.
 """
 from __future__ import annotations
 
+import os
+
 from typing import TYPE_CHECKING, Any, Sequence
 
 from ..errors import ConfigError, JobStateError, SinkError
@@ -210,12 +212,34 @@ def remove_published_files(spark: "SparkSession", run_id: str, out: FileOutput,
     prefix = published_prefix(run_id)
     fs = _target_fs(spark, out.target)
     removed = []
-    for f in fs.files(fs.root):
+    for f in target_files(fs):
         if f.rsplit("/", 1)[-1].startswith(prefix):
             removed.append(f)
             if not dry_run:
                 fs.delete(fs.path(f))
     return removed
+
+
+def target_files(fs: "HadoopFS | ArrowFS") -> list[str]:
+    """Every data file below the target ``fs.root`` (see ``fs.files``), except that on a local
+    disk symbolic links are never followed: a link loop cannot hang a removal and a link cannot
+    lead it out of the target.
+
+        target_files(file_system(spark, "/data/out"))   # ["file:/data/out/sm-...parquet"]
+    """
+    root = str(fs.qualify(str(fs.root.toString())).toString())
+    if not root.startswith("file:"):
+        return fs.files(fs.root)
+    local = root[len("file://"):] if root.startswith("file://") else root[len("file:"):]
+    out: list[str] = []
+    for folder, dirs, names in os.walk(local, followlinks=False):
+        dirs[:] = [d for d in dirs if not os.path.islink(os.path.join(folder, d))]
+        for name in names:
+            full = os.path.join(folder, name)
+            if name.startswith((".", "_")) or os.path.islink(full):
+                continue
+            out.append("file:" + full)
+    return out
 
 
 def _remove_empty_staging_root(fs: "HadoopFS | ArrowFS", target: str) -> None:

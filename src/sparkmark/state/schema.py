@@ -96,7 +96,16 @@ def current_schema_version(conn: Connection) -> int | None:
     if not inspect(conn).has_table("sm_meta"):
         return None
     value = conn.execute(select(meta.c.value).where(meta.c.key == "schema_version")).scalar()
-    return int(value) if value is not None else None
+    if value is None:
+        return None
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        from ..errors import StateCorruptError
+        raise StateCorruptError(
+            f"the state store's schema_version is {str(value)[:40]!r}, not a number (edited in "
+            "the store?); nothing was changed. Set it back to the version this sparkmark wrote "
+            f"({SCHEMA_VERSION}) in table sm_meta, or restore the store from a backup") from None
 
 
 def store_id(conn: Connection) -> str | None:
@@ -136,8 +145,7 @@ def check_readable(conn: Connection, display_url: str) -> None:
         raise StateStoreError(
             f"the state store {display_url} has schema version {found}, older than this "
             f"sparkmark's ({SCHEMA_VERSION}); this command only reads, so it does not upgrade "
-            "it: run a job (or any 'sparkmark bookmark' command that writes) once to upgrade "
-            "the store")
+            "it: run a job once to upgrade the store")
 
 
 def ensure_schema(conn: Connection) -> int:

@@ -433,6 +433,7 @@ class StateStore:
             self.check_same_store(conn)
             job = self._job_row(conn, job_name, lock=True)
             if job is None:
+                self._refuse_orphans(conn, job_name)
                 conn.execute(jobs.insert().values(
                     job_name=job_name, current_version=0, run_number=0, attempt=0,
                     created_ts=now))
@@ -676,6 +677,21 @@ class StateStore:
         return self._admin_version(conn, job, state, kind=kind, source_run_id=run_id, now=now)
 
     @staticmethod
+    def _refuse_orphans(conn: Connection, job_name: str) -> None:
+        """A job with bookmark versions or runs but no job row lost its row (deleted in the
+        store): starting it afresh would read every input again, then fail at commit."""
+        n_versions = conn.execute(select(sa.func.count()).select_from(versions).where(
+            versions.c.job_name == job_name)).scalar() or 0
+        n_runs = conn.execute(select(sa.func.count()).select_from(runs).where(
+            runs.c.job_name == job_name)).scalar() or 0
+        if n_versions or n_runs:
+            raise StateCorruptError(
+                f"job {cap(job_name)!r} has {n_versions} bookmark version(s) and {n_runs} run(s) "
+                "in the state store but no job row (deleted by hand?); nothing was read or "
+                "changed. Restore the store from a backup, or delete the job's rows from "
+                "sm_bookmark_versions and sm_runs too to start it over on purpose")
+
+    @staticmethod
     def refuse_rolled_back(conn: Connection, job_name: str, run_id: str) -> None:
         """Rewinding to a ``ROLLED_BACK`` run is refused: its output was removed (or is being
         removed), so the state it committed would skip records no target holds, and the runs
@@ -760,6 +776,25 @@ class StateStore:
              .order_by(runs.c.run_start_ts))
         with self.tx("reading the ledger") as conn:
             return [dict(r._mapping) for r in conn.execute(q)]
+
+    def jobs_writing(self, target: str, *, besides: str) -> list[str]:
+        """Other jobs (not ``besides``) whose runs staged output for ``target`` (a file target's
+        qualified path or a JDBC table), from the ledger: ``store.jobs_writing("file:/out",
+        besides="orders") == ["Orders"]``."""
+        needle = json.dumps({"target": target})[1:-1]
+        pattern = "%" + needle.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        q = (select(runs.c.job_name, runs.c.outputs)
+             .where(runs.c.job_name != besides, runs.c.outputs.like(pattern, escape="\\"))
+             .limit(200))
+        found: set[str] = set()
+        with self.tx("reading the ledger") as conn:
+            for name, outputs in conn.execute(q):
+                try:
+                    if any(o.get("target") == target for o in json.loads(outputs or "[]")):
+                        found.add(name)
+                except (TypeError, ValueError, AttributeError):
+                    continue
+        return sorted(found)
 
     def job_names(self) -> list[str]:
         with self.tx("reading the ledger") as conn:
