@@ -1,0 +1,59 @@
+"""Benchmark: what schemaEvolution costs a JSON read (not a test).
+
+N new JSON files (default 200 files of 500 rows) read by a bookmarked source and counted, best
+of ``--repeat`` warm runs each, in one local Spark session: Spark's own ``mode=FAILFAST`` (one
+pass: the count) against the default ``schemaEvolution=rescue`` (schema inference over the new
+files, the count of rescued/malformed rows, then the count). Each run is failed afterwards, so
+every run reads the same new files.
+
+    .venv/bin/python benchmarks/drift.py --files 200 --rows 500 --repeat 3
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import tempfile
+import time
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--files", type=int, default=200)
+    ap.add_argument("--rows", type=int, default=500)
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args()
+    from sparkmark import Job
+    from sparkmark.spark import local_session
+    spark = local_session("sparkmark-bench-drift")
+    root = tempfile.mkdtemp(prefix="sm-drift-")
+    try:
+        t0 = int(time.time() * 1000) - 3_600_000
+        for i in range(args.files):
+            p = f"{root}/in/f{i:05d}.json"
+            os.makedirs(os.path.dirname(p), exist_ok=True)
+            with open(p, "w") as f:
+                f.writelines(json.dumps({"id": i * args.rows + j, "amount": j * 1.5,
+                                         "note": "x" * 20}) + "\n" for j in range(args.rows))
+            os.utime(p, ns=((t0 + i) * 1_000_000,) * 2)
+        best: dict[str, float] = {}
+        for _ in range(args.repeat + 1):  # the first round warms the JVM up
+            for name, opts in (("FAILFAST", {"mode": "FAILFAST"}), ("rescue", {})):
+                job = Job(spark, state=f"sqlite:///{root}/{name}.db").init(
+                    name, {"job_bookmark_option": "job-bookmark-enable"})
+                start = time.perf_counter()
+                n = job.read.files(f"{root}/in", transformation_ctx="src", options=opts).count()
+                took = time.perf_counter() - start
+                job.fail("benchmark")
+                assert n == args.files * args.rows
+                best[name] = min(best.get(name, took), took)
+        for name, took in best.items():
+            print(f"{name:>9}: {took:6.2f} s  ({args.files} files, {args.files * args.rows} rows)")
+        print(f"load average: {os.getloadavg()}")
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
