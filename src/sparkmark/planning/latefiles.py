@@ -50,7 +50,6 @@ CAPACITY = 400        # differences that decode with high probability (tested)
 SAMPLE = 20           # names kept in the ledger / named by lateFiles=fail
 _GOLD = 0x9E3779B97F4A7C15
 _GOLD_INV = pow(_GOLD, -1, 1 << 64)
-MAX_MTIME = 1 << 50   # ms: year 37,000; a decoded "mtime" above this is not one
 _CELL = struct.Struct("<iQI")
 
 
@@ -289,21 +288,26 @@ def check_late(settled_keys: Sequence[int], previous: SettledSketch | None,
 
 
 def listed_before(entry: FileEntry, removed_keys: frozenset[int] | set[int],
-                  band_files: Mapping[str, int]) -> bool:
-    """Whether ``entry``'s path was known with another mtime: in the band's ``files`` (read
-    by a run), or in the sketch under a key no longer listed (the same path, another mtime).
-    Such a file moved its mtime back (``touch -d``, a copy over it with an old time): it is
-    not a new file, so neither late nor read again.  Pure; ``O(len(removed_keys))``.
+                  band_files: Mapping[str, int], upper: int) -> bool:
+    """Whether ``entry``'s path was known with a later mtime: in the band's ``files`` (read
+    by a run), or in the sketch under a key no longer listed (the same path with an mtime in
+    ``(entry.mtime, upper]``; ``upper``: the previous low, above which the sketch holds
+    nothing).  Such a file moved its mtime back (``touch -d``, a copy over it with an old
+    time): it is not a new file, so neither late nor read again.  Pure;
+    ``O(len(removed_keys))``.  A random key passes the sketch test with probability
+    ``(upper - entry.mtime) / 2**64``.
 
     >>> k = item_key(path_hash("file:/a"), 50)
-    >>> listed_before(FileEntry(7, "file:/a"), {k}, {}), listed_before(FileEntry(7, "file:/b"), {k}, {})
-    (True, False)
+    >>> a, b = FileEntry(7, "file:/a"), FileEntry(7, "file:/b")
+    >>> listed_before(a, {k}, {}, 60), listed_before(b, {k}, {}, 60), listed_before(a, {k}, {}, 40)
+    (True, False, False)
     """
     phash = path_hash(entry.path)
-    if phash in band_files:
+    if band_files.get(phash, entry.mtime) > entry.mtime:
         return True
-    base = int(phash, 16)
-    return any(((k - base) * _GOLD_INV) & M64 < MAX_MTIME for k in removed_keys)
+    base, span = int(phash, 16), upper - entry.mtime
+    return span > 0 and any(0 < ((((k - base) * _GOLD_INV) & M64) - entry.mtime) <= span
+                            for k in removed_keys)
 
 
 def next_sketch(previous: SettledSketch | None, check: LateCheck, settled_keys: Sequence[int],
@@ -407,9 +411,10 @@ def plan_late(listing: Sequence[FileEntry], previous_low: int | None,
         return LatePlan((), None, sketch)
     if check.overflow:
         return LatePlan((), None, sketch, overflow=True)
-    assert previous_sketch is not None  # checked: there was one
+    assert previous_sketch is not None and previous_low is not None  # checked: both there
     found = [settled[i] for i in check.late]
-    moved = [f for f in found if listed_before(f, check.removed_keys, previous_files)]
+    moved = [f for f in found
+             if listed_before(f, check.removed_keys, previous_files, previous_low)]
     moved_set = set(moved)
     unseen = tuple(sorted(f for f in found
                           if f not in moved_set and f.mtime > previous_sketch.seen_to))
