@@ -16,6 +16,8 @@ import pytest
 from sparkmark import Bookmarks, Job
 from sparkmark.errors import SparkmarkError
 
+from test_reset_output import run_job, target_ids
+
 EN = {"job_bookmark_option": "job-bookmark-enable"}
 MIN = 60_000
 
@@ -28,20 +30,15 @@ def add_batch(src: Path, name: str, ids: list[int], mtime: int) -> Path:
     return p
 
 
-def run_job(spark, url, clock, src: Path, target: str, name: str = "orders") -> str:
-    job = Job(spark, state=url, clock=clock).init(name, EN)
-    df = job.read.files(str(src), format="json", transformation_ctx="src")
-    job.write(df, target, transformation_ctx="sink")
-    job.commit()
-    return job.run_id
-
-
-def target_ids(spark, target: str) -> list[int]:
-    if not os.path.isdir(target):
-        return []
-    if not [f for f in os.listdir(target) if not f.startswith(("_", "."))]:
-        return []
-    return sorted(r.id for r in spark.read.parquet(target).select("id").collect())
+def two_runs(spark, url, clock, tmp_path) -> tuple[Path, str, list[str]]:
+    """Two committed runs of job 'orders', a batch each: (source, target, run ids)."""
+    src, target = tmp_path / "src", str(tmp_path / "out")
+    ids = []
+    for k in range(2):
+        add_batch(src, f"b{k}.json", [k], clock.now + 5 * MIN)
+        clock.advance(60 * MIN)
+        ids.append(run_job(spark, url, clock, src, target))
+    return src, target, ids
 
 
 # ---------------------------------------------------------------------- 1. rewind to ROLLED_BACK
@@ -362,12 +359,7 @@ def test_set_processed_through_a_linked_folder_matches_the_listing(spark, sqlite
 def test_reset_remove_output_with_symlink_loops_in_the_target(spark, sqlite_url, clock,
                                                               tmp_path):
     import subprocess
-    src, target = tmp_path / "src", str(tmp_path / "out")
-    ids = []
-    for k in range(2):
-        add_batch(src, f"b{k}.json", [k], clock.now + 5 * MIN)
-        clock.advance(60 * MIN)
-        ids.append(run_job(spark, sqlite_url, clock, src, target))
+    src, target, ids = two_runs(spark, sqlite_url, clock, tmp_path)
     os.symlink(target, f"{target}/loop1")
     os.symlink(".", f"{target}/loop2")
     outside = add_batch(tmp_path / "elsewhere", f"sm-{ids[1]}-part-0.parquet", [7], 0)
@@ -416,12 +408,7 @@ def test_schema_version_not_a_number_is_one_clear_error(sqlite_url, clock):
 
 def test_unknown_run_status_makes_reset_remove_output_change_nothing(spark, sqlite_url, clock,
                                                                      tmp_path):
-    src, target = tmp_path / "src", str(tmp_path / "out")
-    ids = []
-    for k in range(2):
-        add_batch(src, f"b{k}.json", [k], clock.now + 5 * MIN)
-        clock.advance(60 * MIN)
-        ids.append(run_job(spark, sqlite_url, clock, src, target))
+    src, target, ids = two_runs(spark, sqlite_url, clock, tmp_path)
     _sql(sqlite_url, "UPDATE sm_runs SET status='DONE' WHERE run_id=:r", r=ids[1])
     bm = Bookmarks(sqlite_url, clock=clock)
     history = len(bm.history("orders"))

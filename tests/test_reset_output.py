@@ -30,8 +30,8 @@ def add_batch(src: Path, name: str, ids: list[int], mtime: int) -> None:
     os.utime(p, ns=(mtime * 1_000_000, mtime * 1_000_000))
 
 
-def run_job(spark, url, clock, src: Path, target: str) -> str:
-    job = Job(spark, state=url, clock=clock).init("orders", EN)
+def run_job(spark, url, clock, src: Path, target: str, name: str = "orders") -> str:
+    job = Job(spark, state=url, clock=clock).init(name, EN)
     df = job.read.files(str(src), format="json", transformation_ctx="src")
     job.write(df, target, transformation_ctx="sink")
     job.commit()
