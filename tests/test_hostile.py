@@ -346,7 +346,7 @@ def test_jdbc_properties_are_stored_by_allowlist_and_secrets_scrubbed_from_error
     assert "hunter2pw" not in run["error"] and "other1" not in run["error"]
     assert "could not log in with ***" in run["error"]
     stored = json.loads(run["outputs"])[0]["properties"]
-    assert stored == {"user": "postgres"}
+    assert stored == {"user": "postgres", "driver": "org.postgresql.Driver"}  # which driver
     everything = json.dumps({k: str(v) for k, v in run.items()})
     assert "hunter2pw" not in everything and "app-xyz" not in everything and "k3y" not in everything
 
