@@ -188,6 +188,16 @@ def merge_seen(schemas: Sequence[Sequence[Field]]) -> list[Field]:
     return list(out.values())
 
 
+def name_paths(paths: Sequence[str], at_most: int = 5) -> str:
+    """The first paths of a list for an error text (pure).
+
+    >>> name_paths(["a", "b", "c"], at_most=2)
+    'a, b (and 1 more)'
+    """
+    more = f" (and {len(paths) - at_most} more)" if len(paths) > at_most else ""
+    return ", ".join(paths[:at_most]) + more
+
+
 def skip_hint(job: str | None, ctx: str | None, paths: Sequence[str], *, limit: int = 3) -> str:
     """The way out of a wedge, as the command a user types (no Python needed).
 

@@ -20,7 +20,7 @@ from ..formats import WRITE_FORMATS
 from ..fs import ArrowFS, HadoopFS, file_system, storage_secrets
 from ..jvm import storage_error_text
 from ..run import FileOutput, RunContext
-from ..schema_drift import skip_hint
+from ..schema_drift import name_paths, skip_hint
 from ..secrets import mask_url
 from .stamping import STAGING_DIR, count_while, published_prefix, stamp
 
@@ -118,10 +118,10 @@ def _input_hint(run: RunContext, df: "DataFrame") -> str:
         return ""
     reads = getattr(run, "reads", None)
     ctxs = [c for c, r in (reads or {}).items() if "listed" in r]
-    shown = ", ".join(files[:3]) + (f" (and {len(files) - 3} more)" if len(files) > 3 else "")
-    return (f". This run's data came from {len(files)} file(s): {shown}; if one of them brought "
-            f"the change, {skip_hint(run.job_name, ctxs[0] if len(ctxs) == 1 else None, ['PATH'])}"
-            " (or read json/csv with schemaEvolution, see docs/files.md)")
+    hint = skip_hint(run.job_name, ctxs[0] if len(ctxs) == 1 else None, ["PATH"])
+    return (f". This run's data came from {len(files)} file(s): {name_paths(files, 3)}; if one "
+            f"of them brought the change, {hint} (or read json/csv with schemaEvolution, see "
+            "docs/files.md)")
 
 
 def check_schema(spark: "SparkSession", fs: "HadoopFS | ArrowFS", target: str, fmt: str,

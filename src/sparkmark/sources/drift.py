@@ -27,13 +27,13 @@ from ..errors import SourceError
 from ..fs import file_system
 from ..planning.bands import FileEntry
 from ..schema_drift import (CORRUPT, CORRUPT_KEY, FILE_KEY, RESCUED, DriftPlan, Field,
-                            merge_seen, plan_drift, skip_hint)
+                            merge_seen, name_paths, plan_drift, skip_hint)
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
     from pyspark.sql.types import StructType
 
-#: how many files a failOnNewColumns error probes one by one to name them
+#: how many files a failed read (or a failOnNewColumns error) probes one by one to name them
 PROBE_LIMIT = 20
 
 
@@ -271,8 +271,7 @@ def _new_columns_error(spark: "SparkSession", fmt: str, groups: list[list[FileEn
                 continue
             if names & new:
                 culprits.append(f.path)
-    shown = ", ".join(culprits[:5]) + (f" (and {len(culprits) - 5} more)"
-                                       if len(culprits) > 5 else "")
+    shown = name_paths(culprits)
     return (f"new column(s) {', '.join(plan.new)} in {shown or 'the new files'} (source "
             f"{ctx!r}), refused by schemaEvolution=failOnNewColumns; nothing was committed. "
             "Add them with schemaEvolution=addNewColumns, keep their values in "

@@ -42,10 +42,10 @@ from ..planning.bands import (BandOptions, BandState, FileEntry, excluded, glob_
 from ..planning.latefiles import SAMPLE, LatePlan, SettledSketch, plan_late
 from ..planning.listing import ListingState, choose_listing, margin_for, merge_states, walk
 from ..run import ReadMode, RunContext
-from ..schema_drift import skip_hint, split_drift_option
+from ..schema_drift import name_paths, skip_hint, split_drift_option
 from ..secrets import mask_url
 from .dirlisting import hadoop_level, local_level
-from .drift import known_from_element, known_json, read_drift
+from .drift import PROBE_LIMIT, known_from_element, known_json, read_drift
 
 log = logging.getLogger("sparkmark")
 
@@ -403,9 +403,7 @@ def load(spark: "SparkSession", fmt: str, files: Sequence[FileEntry], listing: L
                 frames.append(compat.load_paths(spark, reader, [escape_glob(p) for p in paths]))
         except Exception as e:  # noqa: BLE001
             bad = _failing_files(spark, reader, paths) if len(paths) > 1 else paths
-            named = (f"file {bad[0]}" if len(bad) == 1 else
-                     f"files {', '.join(bad[:5])}" + (f" (and {len(bad) - 5} more)"
-                                                       if len(bad) > 5 else "")
+            named = (f"file {bad[0]}" if len(bad) == 1 else f"files {name_paths(bad)}"
                      ) if bad else f"{len(paths)} new file(s) under {base or paths[0]}"
             way_out = f"; or {hint(bad)}" if hint is not None and bad else ""
             raise SourceError(f"cannot read the {fmt} input ({named}): {java_error_text(e)}; "
@@ -416,10 +414,6 @@ def load(spark: "SparkSession", fmt: str, files: Sequence[FileEntry], listing: L
     for other in frames[1:]:
         df = df.unionByName(other, allowMissingColumns=True)
     return df
-
-
-#: how many files a failed read probes one by one to name the bad ones
-PROBE_LIMIT = 20
 
 
 def _failing_files(spark: "SparkSession", reader: Any, paths: Sequence[str]) -> list[str]:
