@@ -256,3 +256,47 @@ def test_object_store_lexical_listing_descends_only_from_the_last_partition():
     assert choose_listing(prev, **{**kw, "roots": roots + ["s3a://bucket/q"]})[0] == "full"
     assert choose_listing(None, **kw) == ("full", "object store (s3a:) has no directory times; "
                                                    "no previous listing of these paths")
+
+
+def _after(fs: MemFS, calls: list):
+    """S3's StartAfter over MemFS: the root's entries whose name sorts after ``name`` (a
+    folder ``n`` is listed as ``n/``, so it sorts after ``n`` itself)."""
+    def after(root, name):
+        calls.append((root, name))
+        seen = list(fs.listed)
+        (lv,) = list(fs.list_level([root]))
+        fs.listed[:] = seen  # a LIST from ``name`` on, not the root's whole listing
+        return Level(lv.dir, [f for f in lv.files if f.path.rsplit("/", 1)[1] > name],
+                     [d for d in lv.dirs if d.path.rsplit("/", 1)[1] + "/" > name])
+    return after
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(days=st.lists(st.integers(1, 60), min_size=1, max_size=12, unique=True),
+       new=st.lists(st.tuples(st.integers(1, 70), st.booleans()), max_size=6),
+       loose=st.booleans())
+def test_lexical_start_after_lists_what_the_whole_root_listing_would(days, new, loose):
+    """A lexical run that lists the root from the last partition on (StartAfter) finds the same
+    files as one that lists the whole root, whenever the previous listing saw nothing but
+    key=value folders there (``parts``); a loose file in the root turns that off, so the next
+    lexical run lists the whole root again."""
+    fs = MemFS()
+    for d in days:
+        fs.add(fs.mkdir("file:/r", f"dt={d:03d}"), "a.json")
+    if loose:
+        fs.add("file:/r", "loose.json")
+    _, st1 = run_walk(fs, None, "full", recurse=False)
+    assert st1.parts is (not loose)
+    for d, second in new:
+        fs.add(fs.mkdir("file:/r", f"dt={d:03d}"), "b.json" if second else "c.json")
+    plain, st_plain = run_walk(fs, st1, "lexical", recurse=False)
+    calls: list = []
+    fs.listed = []
+    res = walk(["file:/r"], fs.list_level, recurse=False, previous=st1, mode="lexical",
+               listing_ts=0, started_ms=fs.t, margin_ms=0, took_ms=lambda: 0,
+               list_after=_after(fs, calls))
+    assert sorted(res.files) == sorted(plain.files)
+    assert res.state.last == st_plain.last and res.state.parts == st_plain.parts
+    assert calls == ([] if loose else [("file:/r", st1.last)])
+    if not loose:
+        assert "file:/r" not in fs.listed  # the root was not enumerated whole

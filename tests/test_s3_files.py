@@ -16,6 +16,7 @@ import pytest
 
 from sparkmark import Job
 from sparkmark.compat import is_connect
+from sparkmark.devtools.s3 import is_list_request
 
 from conftest import FakeClock
 
@@ -228,6 +229,35 @@ def test_lexical_listing_of_1000_partitions_costs_a_few_list_requests(spark, s3,
     if not is_connect(spark):  # S3A's own count of the listing, recorded per source
         listed = json.loads(text)["list_requests"] if "list_requests" in text else None
         assert listed is not None and 3 <= listed <= 5, text  # the root, two partitions
+        # the root was listed from the last partition on (StartAfter), not enumerated whole
+        assert any(is_list_request(*r) and f"start-after=p%2Fdt%3D{days[-1]}" in r[2]
+                   for r in s3_server.log[-60:]), s3_server.log[-20:]
+
+
+def test_list_after_returns_what_s3a_lists_after_a_name(spark, s3):
+    """``HadoopFS.list_after`` (ListObjectsV2 with StartAfter through S3A's own client) gives
+    the same entries as S3A's own listing of the root, restricted to names after the given one:
+    folders and objects, odd key names included."""
+    if is_connect(spark):
+        pytest.skip("the JVM's S3A file system is on the server")
+    from sparkmark.fs import file_system
+    names = ["dt=1/a.json", "dt=2/a.json", "dt=2 b%41ü/a.json", "dt=3/x.json", "loose.json",
+             "z k=v.json", "_hidden.json"]
+    for n in names:
+        s3.put(f"la/{n}", lines([1]))
+    root = s3.url("la")
+    fs = file_system(spark, root)
+    qualified = str(fs.qualify(root))
+    whole = sorted((p.rstrip("/"), d, size) for p, d, size, _ in fs.list_level([qualified]))
+    before = fs.list_requests()
+    for start in ("dt=1", "dt=2", "dt=3", "a"):
+        got = fs.list_after(qualified, start)
+        assert got is not None
+        # folders at or after the name (``dt=2/`` sorts after ``dt=2``), objects after it
+        want = [e for e in whole if (e[0].rsplit("/", 1)[-1] >= start if e[1]
+                                     else e[0].rsplit("/", 1)[-1] > start)]
+        assert sorted((p, d, size) for p, d, size, _ in got) == want, start
+    assert fs.list_requests() - before == 4  # one request each, counted with S3A's own
 
 
 def test_an_object_rewritten_while_the_run_reads_it_fails_the_commit(spark, s3, sqlite_url,

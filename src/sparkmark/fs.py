@@ -50,6 +50,7 @@ class HadoopFS:
         self.path_class = jvm.org.apache.hadoop.fs.Path
         self.root = self.path_class(path)
         self.fs = self.root.getFileSystem(self.conf)
+        self.own_lists = 0  # LIST requests made through the store's SDK (list_after)
 
     # -------------------------------------------------------------- paths
     def path(self, p: str) -> Any:
@@ -126,7 +127,7 @@ class HadoopFS:
         try:
             counters = self.fs.getIOStatistics().counters()
             seen = False
-            total = 0
+            total = self.own_lists
             for name in ("object_list_request", "object_continue_list_request"):
                 value = counters.get(name)
                 if value is not None:
@@ -147,6 +148,51 @@ class HadoopFS:
         for i, d in enumerate(dirs):
             arr[i] = self.path(d)
         return self.parse(self.fs.listStatus(arr))
+
+    def list_after(self, root: str, name: str) -> list[Status] | None:
+        """The entries of ``root`` that sort after ``name`` (a child's name), for a lexical
+        listing: S3's ``ListObjectsV2`` with ``StartAfter`` and ``/`` as delimiter, through
+        the S3A file system's own client (its endpoint, credentials and retries), so older
+        partitions are never enumerated.  None where the file system is not S3A (the caller
+        lists the whole root instead).  Folders come with mtime 0, as S3A lists them.
+
+        Example: ``fs.list_after("s3a://b/daily", "dt=2024-05-01")``
+        """
+        fs = self.fs
+        if str(fs.getClass().getName()) != "org.apache.hadoop.fs.s3a.S3AFileSystem":
+            return None
+        try:  # S3A's own client; its public accessor logs a warning on every call
+            getter = fs.getClass().getDeclaredMethod(
+                "getAmazonS3Client", self._gateway.new_array(self._jvm.java.lang.Class, 0))
+            getter.setAccessible(True)
+            client = getter.invoke(fs, self._gateway.new_array(self._jvm.java.lang.Object, 0))
+            model = self._jvm.com.amazonaws.services.s3.model
+            request_class = model.ListObjectsV2Request
+        except Exception:  # noqa: BLE001 - another S3A (SDK v2): list the whole root
+            return None
+        key = str(fs.pathToKey(self.path(root)))
+        prefix = key.rstrip("/") + "/" if key.strip("/") else ""
+        request = (request_class().withBucketName(fs.getBucket()).withPrefix(prefix)
+                   .withDelimiter("/").withStartAfter(prefix + name))
+        join = self._jvm.java.lang.String.join
+        base = root.rstrip("/")
+        out: list[Status] = []
+        while True:
+            result = client.listObjectsV2(request)
+            self.own_lists += 1
+            text = str(join("\x00", result.getCommonPrefixes()))
+            for cp in text.split("\x00") if text else []:
+                out.append((f"{base}/{cp[len(prefix):].rstrip('/')}", True, 0, 0))
+            sums = result.getObjectSummaries()
+            for i in range(sums.size()):
+                s = sums.get(i)
+                k = str(s.getKey())
+                if k != prefix:  # a folder marker
+                    out.append((f"{base}/{k[len(prefix):]}", False, int(s.getSize()),
+                                int(s.getLastModified().getTime())))
+            if not result.isTruncated():
+                return out
+            request.setContinuationToken(result.getNextContinuationToken())
 
     def list_tree(self, root: str, descend: Callable[[str], bool],
                   skip: Callable[[str], bool]) -> list[tuple[str, int, int]]:

@@ -160,6 +160,7 @@ class ListingState:
     inner: frozenset[str] = field(default_factory=frozenset)
     pending: int = 0
     last: str | None = None  # the greatest key=value directory name under the roots
+    parts: bool = False  # the root held nothing but key=value directories (lexical StartAfter)
 
     def to_element(self) -> dict[str, Any]:
         out = {"w": self.w, "took": self.took, "start": self.start, "full_ts": self.full_ts,
@@ -168,6 +169,8 @@ class ListingState:
                "pending": self.pending}
         if self.last is not None:
             out["last"] = self.last
+        if self.parts:
+            out["parts"] = True
         return out
 
     @classmethod
@@ -184,7 +187,8 @@ class ListingState:
                        runs=int(element.get("runs", 0)), roots=str(element.get("roots", "")),
                        inner=frozenset(str(h) for h in element.get("inner") or ()),
                        pending=int(element.get("pending", 0)),
-                       last=None if element.get("last") is None else str(element["last"]))
+                       last=None if element.get("last") is None else str(element["last"]),
+                       parts=element.get("parts") is True)
         except (TypeError, ValueError):
             return None
 
@@ -298,8 +302,8 @@ def threshold_of(previous: ListingState, margin_ms: int) -> int:
 def walk(roots: Sequence[str], list_level: Callable[[list[str]], Iterable[Level]], *,
          recurse: bool, previous: ListingState | None,
          mode: str, listing_ts: int, started_ms: int | None = None, margin_ms: int = 0,
-         took_ms: Callable[[], int] | None = None, roots_key: Sequence[str] | None = None
-         ) -> WalkResult:
+         took_ms: Callable[[], int] | None = None, roots_key: Sequence[str] | None = None,
+         list_after: Callable[[str, str], Level | None] | None = None) -> WalkResult:
     """List the directory trees under ``roots`` level by level.
 
     ``list_level(dirs)`` returns a :class:`Level` for each directory (one call per depth, so a
@@ -308,7 +312,12 @@ def walk(roots: Sequence[str], list_level: Callable[[list[str]], Iterable[Level]
     directory is listed only when it is a root, holds directories (``previous.inner``), or its
     change time is after :func:`threshold_of` the previous state.  In ``lexical`` mode (object
     stores) every directory is listed except the roots' ``key=value`` partitions that sort
-    before ``previous.last``.  ``started_ms`` (the driver's
+    before ``previous.last``; when the previous listing saw nothing but ``key=value``
+    directories in the single root (``previous.parts``) and ``list_after(root, name)`` is given,
+    the root itself is listed from ``previous.last`` on (S3's ``StartAfter``: the cost no
+    longer grows with the number of older partitions; it returns None where the store cannot),
+    so a loose file or folder that sorts before it waits for the next full listing too.
+    ``started_ms`` (the driver's
     clock when the listing starts) and ``took_ms`` (its duration, a callable) are kept for the
     next run.
     """
@@ -325,10 +334,21 @@ def walk(roots: Sequence[str], list_level: Callable[[list[str]], Iterable[Level]
     w = previous.w if incremental and previous else None
     listed = 0
     level = list(roots)
+    first: Iterable[Level] | None = None
+    parts = True  # so far the roots hold only key=value directories
+    if (lexical_from is not None and previous is not None and previous.parts
+            and list_after is not None and len(roots) == 1):
+        after = list_after(roots[0], lexical_from)
+        if after is not None:
+            first = [after]
     while level:
         nxt: list[str] = []
-        for d, found, subdirs in list_level(level):
+        batch, first = (first if first is not None else list_level(level)), None
+        for d, found, subdirs in batch:
             listed += 1
+            at_root = d.rstrip("/") in root_set
+            if found and at_root:
+                parts = False
             if found:
                 files.extend(found)
                 file_dirs.append((d.rstrip("/"), found[0].path))
@@ -340,7 +360,9 @@ def walk(roots: Sequence[str], list_level: Callable[[list[str]], Iterable[Level]
                 has_dirs = True
                 changed = e.changed if e.changed is not None else e.mtime
                 w = changed if w is None else max(w, changed)
-                top = "=" in name and d.rstrip("/") in root_set
+                top = "=" in name and at_root
+                if at_root and not top:
+                    parts = False
                 if top:
                     last = name if last is None else max(last, name)
                 if lexical_from is not None:
@@ -360,5 +382,6 @@ def walk(roots: Sequence[str], list_level: Callable[[list[str]], Iterable[Level]
                          start=started_ms,
                          full_ts=full_ts, runs=runs,
                          roots=roots_hash(roots if roots_key is None else roots_key),
-                         inner=frozenset(inner), last=last)
+                         inner=frozenset(inner), last=last,
+                         parts=parts and last is not None and len(roots) == 1)
     return WalkResult(files=files, dirs_listed=listed, state=state, file_dirs=file_dirs)

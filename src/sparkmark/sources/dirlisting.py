@@ -111,3 +111,23 @@ def hadoop_level(list_status: Callable[[list[str]], list[tuple[str, bool, int, i
         for d in dirs:
             yield groups[d.rstrip("/")]
     return level
+
+
+def hadoop_after(list_after: Callable[[str, str], list[tuple[str, bool, int, int]] | None],
+                 where: str) -> Callable[[str, str], Level | None]:
+    """A root lister for lexical listings: ``list_after(root, name)`` returns the root's entries
+    that sort after ``name`` (one S3 ``ListObjectsV2`` with ``StartAfter`` per 1,000), or None
+    where the file system cannot; grouped like :func:`hadoop_level`."""
+    def after(root: str, name: str) -> Level | None:
+        try:
+            statuses = list_after(root, name)
+        except SourceError:
+            raise
+        except Exception as e:  # noqa: BLE001 - a Java error from the object store
+            raise SourceError(f"cannot list {mask_url(where)}: {storage_error_text(e, where)}; "
+                              "nothing was read or committed: the next run reads the same "
+                              "input") from None
+        if statuses is None:
+            return None
+        return next(iter(hadoop_level(lambda _dirs: statuses, where)([root])))
+    return after

@@ -44,7 +44,7 @@ from ..planning.listing import ListingState, choose_listing, margin_for, merge_s
 from ..run import ReadMode, RunContext
 from ..schema_drift import name_paths, skip_hint, split_drift_option
 from ..secrets import mask_url
-from .dirlisting import hadoop_level, local_level
+from .dirlisting import hadoop_after, hadoop_level, local_level
 from .drift import PROBE_LIMIT, known_from_element, known_json, read_drift
 
 log = logging.getLogger("sparkmark")
@@ -238,6 +238,8 @@ def list_inputs(spark: "SparkSession", paths: Sequence[str], opts: BandOptions, 
                 lister: Callable = functools.partial(local_level, recurse=opts.recurse)
             else:
                 lister = hadoop_level(fs.list_level, path)
+            after = (hadoop_after(fs.list_after, path) if hasattr(fs, "list_after")
+                     and mode == "lexical" else None)
             lister = listing_progress.counting(lister, path)  # long listings show progress
             t0 = time.monotonic()
             with gc_paused():
@@ -245,7 +247,7 @@ def list_inputs(spark: "SparkSession", paths: Sequence[str], opts: BandOptions, 
                            listing_ts=listing_ts, started_ms=int(time.time() * 1000),
                            margin_ms=margin,
                            took_ms=functools.partial(_elapsed_ms, t0),
-                           roots_key=roots)
+                           roots_key=roots, list_after=after)
             listing_progress.finish(lister)
             states.append(res.state)
             out.dirs_listed += res.dirs_listed
