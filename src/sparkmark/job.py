@@ -285,6 +285,12 @@ class Job:
         if save:
             new_state = dict(self._state)
             new_state.update(self._staged)
+        try:  # what changed while read fails the run; late reports (counts) land in config
+            for check in self._commit_checks:
+                check()
+        except BaseException as e:
+            self.fail(e)
+            raise
         fields = {
             "records_written": self._records_written, "records_read": self._records_read,
             "config": json.dumps(self._config(), default=str),
@@ -293,8 +299,6 @@ class Job:
         final = status or (RunStatus.EMPTY if empty else RunStatus.SUCCEEDED)
         name, run_id, start_version = self.run_identity()
         try:
-            for check in self._commit_checks:
-                check()
             version = self.store.commit_run(
                 name, run_id, start_version=start_version,
                 new_state=new_state, status=final, now=self.clock(), fields=fields)

@@ -12,15 +12,19 @@ The decisions are pure (:mod:`sparkmark.schema_drift`); this module only asks Sp
    (``from_json`` to a map of strings, ``from_csv`` to strings) and goes into
    ``_rescued_data`` with the file's path, as do new columns' values and rows that cannot be
    parsed at all.
-4. *Count* rows with rescued (or, in mode ``none``, dropped) values and malformed rows: one
-   aggregate over the new files, reported in the ledger.
+4. *Count* rows with rescued (or, in mode ``none``, dropped) values and malformed rows,
+   reported in the ledger at commit.  On a classic session the count rides along with the
+   job's own action (a Spark ``Observation`` on the returned DataFrame: no extra pass over the
+   files); when no action ran it (no action, Spark Connect, an action that did not report its
+   metrics) the commit runs one aggregate over the new files instead.
 
 Example: ``df, plan, counts = read_drift(spark, "json", files, listing, opts, None, None,
-"rescue", load=load)``
+"rescue", load=load)``, then ``counts()`` at commit
 """
 from __future__ import annotations
 
 import json
+import uuid
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from ..errors import SourceError
@@ -100,23 +104,24 @@ def read_drift(spark: "SparkSession", fmt: str, files: Sequence[FileEntry], list
                opts: dict[str, str], user_schema: "StructType | None",
                known: "StructType | None", mode: str, *, load: Callable[..., "DataFrame"],
                job: str | None = None, ctx: str | None = None
-               ) -> tuple["DataFrame", DriftPlan, dict[str, int]]:
+               ) -> tuple["DataFrame", DriftPlan, Callable[[], dict[str, int]]]:
     """The new files as a DataFrame under the known schema (see the module docstring):
-    ``(df, plan, counts)``; ``counts`` has ``malformed_records`` and ``rescued_records``
-    (``dropped_records`` in mode ``none``)."""
+    ``(df, plan, counts)``; ``counts()`` (call it at commit, after the job's actions) gives
+    ``malformed_records`` and ``rescued_records`` (``dropped_records`` in mode ``none``)."""
     from pyspark.sql.types import StringType
     base_known = user_schema if user_schema is not None else known
     permissive = {**{k: v for k, v in opts.items() if k.lower() != "mode"},
                   "mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT}
     if not files:  # an empty run: the known columns (and _rescued_data), nothing to compare
         if base_known is None:
-            return load(spark, fmt, files, listing, opts, None), plan_drift([], [], mode), {}
+            return (load(spark, fmt, files, listing, opts, None), plan_drift([], [], mode),
+                    dict)
         plan = plan_drift(None, fields_of(base_known) or [], mode)
         known_types = {f.name: f.dataType for f in base_known.fields}
         cols = [(n, known_types[n]) for n, _ in plan.columns]
         if plan.rescue:
             cols.append((RESCUED, StringType()))
-        return load(spark, fmt, files, listing, opts, _struct(cols)), plan, {}
+        return load(spark, fmt, files, listing, opts, _struct(cols)), plan, dict
     groups = _groups(spark, fmt, files, opts)
     seen_struct: list["StructType"] = []
     for group in groups:  # a file Spark cannot open fails here, named with the way out
@@ -139,11 +144,11 @@ def read_drift(spark: "SparkSession", fmt: str, files: Sequence[FileEntry], list
     df = frames[0]
     for other in frames[1:]:
         df = df.unionByName(other)
-    counts = _count(df, plan)
+    observed, counts = _count(spark, df, plan)
     out = [c for c in df.columns if c not in (CORRUPT, RESCUED)]
     if plan.rescue:
         out.append(RESCUED)
-    return df.select(*out), plan, counts
+    return observed.select(*out), plan, counts
 
 
 def _read_group(spark: "SparkSession", fmt: str, group: Sequence[FileEntry], listing: Any,
@@ -236,13 +241,42 @@ def known_json(df: "DataFrame") -> str:
     return _struct([(f.name, f.dataType) for f in df.schema.fields if f.name != RESCUED]).json()
 
 
-def _count(df: "DataFrame", plan: DriftPlan) -> dict[str, int]:
-    """Rows with values that did not fit, and rows Spark could not parse whole: one aggregate."""
+def _count(spark: "SparkSession", df: "DataFrame", plan: DriftPlan
+           ) -> tuple["DataFrame", Callable[[], dict[str, int]]]:
+    """Rows with values that did not fit, and rows Spark could not parse whole:
+    ``(df to return, counts())``.  Classic sessions observe them on the job's own action;
+    ``counts()`` aggregates once over ``df`` when no action delivered them."""
     from pyspark.sql import functions as F
-    row = df.agg(F.count(F.when(F.col(RESCUED).isNotNull(), 1)).alias("r"),
-                 F.count(F.when(F.col(CORRUPT).isNotNull(), 1)).alias("m")).collect()[0]
+
+    from ..compat import is_connect
     key = "rescued_records" if plan.rescue else "dropped_records"
-    return {"malformed_records": int(row["m"]), key: int(row["r"])}
+    metrics = (F.count(F.when(F.col(RESCUED).isNotNull(), 1)).alias("r"),
+               F.count(F.when(F.col(CORRUPT).isNotNull(), 1)).alias("m"))
+
+    def aggregate() -> dict[str, int]:
+        row = df.agg(*metrics).collect()[0]
+        return {"malformed_records": int(row["m"]), key: int(row["r"])}
+
+    if is_connect(spark):
+        return df, aggregate
+    try:
+        from pyspark.sql import Observation
+        observation = Observation(f"sparkmark_drift_{uuid.uuid4().hex}")
+        observed = df.observe(observation, *metrics)
+    except Exception:  # noqa: BLE001 - a Spark without observations: count at commit
+        return df, aggregate
+
+    def counts() -> dict[str, int]:
+        jo = getattr(observation, "_jo", None)
+        try:  # non-blocking: Observation.get waits for an action that may never come
+            done = jo is not None and bool(jo.future().isCompleted())
+            got = observation.get if done else None
+        except Exception:  # noqa: BLE001 - the action failed or reported nothing
+            got = None
+        if not got or "r" not in got:
+            return aggregate()
+        return {"malformed_records": int(got["m"]), key: int(got["r"])}
+    return observed, counts
 
 
 def _new_columns_error(spark: "SparkSession", fmt: str, groups: list[list[FileEntry]],

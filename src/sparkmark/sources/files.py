@@ -571,7 +571,8 @@ def read_files(run: RunContext, path: str | Sequence[str], *, format: str = "jso
             drift_mode, load=functools.partial(load, hint=hint), job=run.job_name,
             ctx=transformation_ctx)
         info.update(drift.info())
-        info.update(counts)
+        # malformed/rescued counts: observed on the job's own action, final at commit
+        run.add_commit_check(lambda: run.record_read(transformation_ctx, None, counts()))
         known_schema = known_json(df) if df.columns else None
     info["files"] = len(selected)
     info["bytes"] = sum(f.size for f in selected)
