@@ -56,6 +56,7 @@ class PlainRun:
         self.outputs: list[StagedOutput] = []
         self.written = 0
         self.checks: list = []
+        self.files: list[dict] = []
 
     def bookmark(self, ctx: str | None) -> SourceBookmark:
         return SourceBookmark(ctx=ctx, mode=ReadMode.INCREMENTAL, previous=self._previous,
@@ -63,6 +64,12 @@ class PlainRun:
 
     def record_read(self, ctx, element, report) -> None:
         self.recorded[ctx] = (element, dict(report))
+
+    def record_files(self, ctx, files) -> None:
+        self.files.extend(files)
+
+    def files_read_before(self, ctx, paths) -> dict:
+        return {}  # this plain run keeps no audit: nothing was read before
 
     def stage_output(self, output: StagedOutput) -> None:
         self.outputs.append(output)
@@ -91,6 +98,8 @@ def test_the_file_source_and_sink_run_on_any_run_context(spark, tmp_path, clock)
     # the state's T is bounded by the newest listed mtime (issue 16): b stays in the band
     assert report["files"] == 2 and report["read"] == "incremental"
     assert list(element["files"].values()) == [clock.now - 3_600_000 + 1000]
+    assert sorted((f.path.rsplit("/", 1)[-1], f.kind) for f in run.files) == [
+        ("a.json", "new"), ("b.json", "new")]  # what the per-file audit would keep
     n = write_files(run, df, str(tmp_path / "out"), format="parquet", transformation_ctx="sink")
     assert n == 2 and run.written == 2
     [out] = run.outputs

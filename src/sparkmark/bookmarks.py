@@ -9,6 +9,7 @@
     bm.reset("orders", run_id=R)        # rewind: next run reprocesses only what came after R
     bm.reset("orders", run_id=R, remove_output=True)  # ... and delete later runs' output
     bm.release("orders")                # end an active run that will never finish
+    bm.files("orders", path="a.json")   # which run read that file (the per-file audit)
 """
 from __future__ import annotations
 
@@ -19,9 +20,28 @@ from .rollback import ResetPlan, reset_with_output
 from .state import StateStore, open_store
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["Bookmarks", "ResetPlan"]
+__all__ = ["Bookmarks", "ResetPlan", "path_pattern"]
+
+#: The per-file audit's columns, in the order ``sparkmark files`` shows them.
+FILE_COLUMNS = ("path", "size", "mtime", "ctx", "run_id", "run_status", "kind", "read_ts")
+
+
+def path_pattern(glob: str) -> str:
+    """A ``--path`` glob as a SQL LIKE pattern: ``*`` any characters, ``?`` one; a glob
+    without a scheme (``file:``, ``s3a:``) matches the end of a path after a ``/``, so a file
+    name or a folder-relative path is enough.
+
+    >>> path_pattern("dt=2024-05-01/*.json")
+    '%/dt=2024-05-01/%.json'
+    """
+    like = "".join({"*": "%", "?": "_", "%": "\\%", "_": "\\_", "\\": "\\\\"}.get(c, c)
+                   for c in glob)
+    scheme = ":" in glob.split("/", 1)[0]
+    if scheme:
+        return like
+    return "%" + like if glob.startswith("/") else "%/" + like
 
 
 class Bookmarks:
@@ -102,6 +122,50 @@ class Bookmarks:
         from .bookmark_edit import set_bookmark
         return set_bookmark(self.store, job_name, ctx, now=self.clock(), after=after,
                             processed=processed, after_key=after_key, spark=spark)
+
+    def files(self, job_name: str, *, ctx: str | None = None, run_id: str | None = None,
+              path: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
+        """The per-file audit: which committed run read which file, newest reads first.
+
+        Each row has ``path, size, mtime`` (epoch ms), ``ctx``, ``run_id``, ``run_status``
+        (``SUCCEEDED``, ``EMPTY``, or ``ROLLED_BACK`` once a rollback removed the run's
+        output), ``kind`` (``new``, ``late``, ``rewrite``) and ``read_ts`` (the commit time).
+        ``path`` is a glob (see :func:`path_pattern`).  Rows are kept for the job's
+        ``files_retention_days`` (default 30)::
+
+            [r["run_id"] for r in Bookmarks().files("orders", path="2024-05-01.json")]
+
+        An unknown job is a clear error.
+        """
+        return self.files_page(job_name, ctx=ctx, run_id=run_id, path=path, limit=limit)[0]
+
+    def files_page(self, job_name: str, *, ctx: str | None = None, run_id: str | None = None,
+                   path: str | None = None, limit: int | None = None
+                   ) -> tuple[list[dict[str, Any]], int]:
+        """:meth:`files` and the number of rows in all (beyond ``limit``):
+        ``rows, total = Bookmarks().files_page("orders", limit=100)``."""
+        from .errors import ConfigError
+        if limit is not None and limit < 1:
+            raise ConfigError(f"limit={limit!r} must be a positive number of rows")
+        self.store.current_version(job_name)  # an unknown job: one clear error
+        rows, total = self.store.file_audit(job_name, ctx=ctx, run_id=run_id,
+                                            path_like=path_pattern(path) if path else None,
+                                            limit=limit)
+        return [{"path": r["path"], "size": r["size"], "mtime": r["mtime"], "ctx": r["ctx"] or None,
+                 "run_id": r["run_id"], "run_status": r["status"], "kind": r["kind"],
+                 "read_ts": r["read_ts"]} for r in rows], total
+
+    def files_dataframe(self, spark: "SparkSession", job_name: str, **filters: Any
+                        ) -> "DataFrame":
+        """:meth:`files` as a Spark DataFrame (same filters, same columns)::
+
+            Bookmarks().files_dataframe(spark, "orders").groupBy("run_id").count().show()
+        """
+        from pyspark.sql.types import LongType, StringType, StructField, StructType
+        types = {"size": LongType(), "mtime": LongType(), "read_ts": LongType()}
+        schema = StructType([StructField(c, types.get(c, StringType())) for c in FILE_COLUMNS])
+        rows = self.files(job_name, **filters)
+        return spark.createDataFrame([tuple(r[c] for c in FILE_COLUMNS) for r in rows], schema)
 
     def release(self, job_name: str, run_id: str | None = None) -> str:
         """End the run holding the job's lease that will never finish (its process hung or its

@@ -273,6 +273,55 @@ def report(pipeline: Optional[str] = typer.Option(None, "--pipeline", help="Only
     _guard(body)
 
 
+# ---------------------------------------------------------------------- files
+@app.command("files")
+def files(job: str = typer.Argument(..., help="Job name"),
+          ctx: Optional[str] = typer.Option(None, "--ctx", help="Only this transformation_ctx"),
+          run_id: Optional[str] = typer.Option(None, "--run-id", help="Only this run's files"),
+          path: Optional[str] = typer.Option(
+              None, "--path", help="Only paths matching this glob (* and ?; without a scheme "
+                                   "it matches the end of the path, e.g. a file name)"),
+          limit: Optional[int] = typer.Option(
+              None, "--limit", help="At most N rows (default: 1000 for the table, all for "
+                                    "json and csv)"),
+          format: str = typer.Option("table", "--format", "-f", help="table, json or csv")
+          ) -> None:
+    """The per-file audit: which run read which file, newest reads first."""
+    def body() -> None:
+        from .bookmarks import FILE_COLUMNS
+        from .clock import format_ts
+        _check_format(format, ("table", "json", "csv"))
+        shown = limit if limit is not None else (1000 if format == "table" else None)
+        rows, total = _bookmarks(create=False).files_page(job, ctx=ctx, run_id=run_id,
+                                                          path=path, limit=shown)
+        for r in rows:  # times as ISO text (UTC) for people and files
+            r["mtime"], r["read_ts"] = format_ts(r["mtime"], "UTC"), format_ts(r["read_ts"], "UTC")
+        if format == "json":
+            _echo_json(rows)
+            return
+        if format == "csv":
+            buf = io.StringIO()
+            w = csv.DictWriter(buf, fieldnames=list(FILE_COLUMNS))
+            w.writeheader()
+            w.writerows(rows)
+            typer.echo(buf.getvalue(), nl=False)
+            return
+        from .progress import status_text
+        t = Table(title=f"files read by {job}")
+        for c in FILE_COLUMNS:
+            t.add_column(c, overflow="fold")
+        for r in rows:
+            t.add_row(*[status_text(r[c]) if c == "run_status" else _cell(r[c])
+                        for c in FILE_COLUMNS])
+        out.print(t)
+        if not rows:
+            out.print("(no files recorded for this job and filter; the audit keeps "
+                      "files_retention_days, default 30)")
+        elif total > len(rows):
+            out.print(f"({total - len(rows)} more; narrow with --path/--run-id, or --limit N)")
+    _guard(body)
+
+
 # ---------------------------------------------------------------------- demo
 @app.command("demo")
 def demo(directory: Optional[str] = typer.Option(

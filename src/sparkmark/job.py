@@ -32,7 +32,7 @@ from .clock import Clock, checked_now, system_clock
 from .errors import ConfigError, JobStateError, SparkmarkError
 from .jvm import jdbc_read_error
 from .options import ENABLE, PAUSE, BookmarkArgs, parse_job_args
-from .run import ReadMode, SourceBookmark, StagedOutput
+from .run import FileRead, ReadMode, SourceBookmark, StagedOutput
 from .secrets import SecretSet
 from .sinks import publish as publish_
 from .sinks import write_files, write_jdbc
@@ -44,6 +44,9 @@ from .status import PublishState, RunStatus
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
+
+#: How long the per-file audit (``sparkmark files``) keeps a file read, by default (days).
+DEFAULT_FILES_RETENTION_DAYS = 30
 
 
 class JobReader:
@@ -96,16 +99,29 @@ class Job:
         job.commit()
 
     It is also the :class:`~sparkmark.run.RunContext` its sources and sinks talk to.
+    ``files_retention_days``: how long the per-file audit (``sparkmark files``,
+    :meth:`Bookmarks.files`) keeps what file sources read; older rows are deleted at commit.
     """
 
     def __init__(self, spark: "SparkSession", state: str | StateStore | None = None,
-                 clock: Clock | None = None, *, lease_ms: int | None = None):
+                 clock: Clock | None = None, *, lease_ms: int | None = None,
+                 files_retention_days: float = DEFAULT_FILES_RETENTION_DAYS):
         if spark is not None:
             compat.check_supported(spark)  # Spark 3.5.x or 4.x, else one clear error
         self._spark = spark
         self.store: StateStore = state if isinstance(state, StateStore) else open_store(state)
         self.clock: Clock = clock or system_clock
         self.lease_ms = lease_ms or DEFAULT_LEASE_MS
+        try:
+            days = float(files_retention_days)
+        except (TypeError, ValueError):
+            days = -1.0
+        if not days > 0 or days != days:
+            raise ConfigError(f"files_retention_days={files_retention_days!r} is not a positive "
+                              "number of days; the per-file audit keeps what runs read for "
+                              f"that long (default {DEFAULT_FILES_RETENTION_DAYS})")
+        #: How long the per-file audit keeps a file read (``sparkmark files``), in ms.
+        self.files_retention_ms = int(days * 86_400_000)
         self.read = JobReader(self)
         #: Secret values given to this Job (state URL password, JDBC passwords): scrubbed from
         #: every error text written to the ledger.
@@ -134,6 +150,7 @@ class Job:
         self._active = False
         self._heartbeat: _Heartbeat | None = None
         self._commit_checks: list[Callable[[], None]] = []
+        self._files_read: list[tuple[str | None, Sequence[FileRead]]] = []
 
     # ------------------------------------------------------------------ properties
     @property
@@ -301,7 +318,8 @@ class Job:
         try:
             version = self.store.commit_run(
                 name, run_id, start_version=start_version,
-                new_state=new_state, status=final, now=self.clock(), fields=fields)
+                new_state=new_state, status=final, now=self.clock(), fields=fields,
+                files_read=self._files_read, files_keep_ms=self.files_retention_ms)
         except BaseException as e:
             self.fail(e)
             raise
@@ -452,6 +470,20 @@ class Job:
             self._sources.setdefault(ctx, {}).update(report)
         if report.get("records") is not None:
             self._records_read = (self._records_read or 0) + int(report["records"])
+
+    def record_files(self, ctx: str | None, files: Sequence[FileRead]) -> None:
+        """The files a source read (:class:`~sparkmark.run.FileRead`): kept in the per-file
+        audit when the run commits (RunContext)."""
+        self.require_active("read")
+        if files:
+            self._files_read.append((ctx, files))
+
+    def files_read_before(self, ctx: str | None, paths: Sequence[str]
+                          ) -> dict[str, set[tuple[int | None, int | None]]]:
+        """Which of ``paths`` committed runs of this job read for ``ctx``, with the
+        ``(mtime, size)`` they had then (RunContext; the audit's retention applies)."""
+        self.require_active("read")
+        return self.store.files_read_before(self.run_identity()[0], ctx, list(paths))
 
     def stage_output(self, output: StagedOutput) -> None:
         """A sink staged output: record it in the ledger first, so a crash can be cleaned up."""

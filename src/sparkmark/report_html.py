@@ -26,6 +26,8 @@ STATUS_COLOURS = {"SUCCEEDED": "#2e9d5b", "EMPTY": "#9aa5b1", "FAILED": "#d64545
                   "SKIPPED": "#e0a526", "ROLLED_BACK": "#7b57c9", "RUNNING": "#2f7fd6"}
 ERROR_LIMIT = 600    # characters of error text kept per run in the page
 STATE_LIMIT = 400    # characters of a bookmark version's state kept in the page
+FILES_RUNS = 100     # newest runs whose files the page lists
+FILES_PER_RUN = 100  # files listed per run (with the count of all)
 
 
 def _asset(name: str) -> str:
@@ -91,7 +93,17 @@ def page_data(store: StateStore, pipeline: str | None = None, module: int | str 
             continue
         bookmarks[name] = [[v.version, v.kind, v.run_id or v.source_run_id or "", v.created_ts,
                             _short_state(v.state)] for v in hist[-200:]]
+    # the per-file audit of the newest runs that read files: first FILES_PER_RUN each
+    newest = [r["run_id"] for r in sorted(rows, key=lambda r: r["run_start_ts"] or 0,
+                                          reverse=True)]
+    audit = store.run_files(newest[:FILES_RUNS * 4], per_run=FILES_PER_RUN)
+    files_of: list[list[Any]] = []
+    for rid in newest:
+        if rid in audit and len(files_of) < FILES_RUNS:
+            total, first = audit[rid]
+            files_of.append([rid, total, [[p, sz, k] for p, sz, k in first]])
     return {"labels": labels, "lane_pipeline": lane_is_pipeline, "lane_job": lane_job,
+            "files": files_of,
             "statuses": statuses, "colours": [STATUS_COLOURS.get(s, "#555") for s in statuses],
             "runs": cols, "bookmarks": bookmarks, "generated": int(time.time() * 1000),
             "store": store.display_url,
@@ -210,6 +222,8 @@ _TEMPLATE = """<!DOCTYPE html>
  <span id="count" class="meta"></span></div>
 <div style="max-height:520px;overflow:auto"><table id="runs"><thead></thead><tbody></tbody>
 </table></div>
+<h2>Files read</h2>
+<div id="files"></div>
 <h2>Bookmark versions</h2>
 <div id="bookmarks"></div>
 <script>/* Apache ECharts, Apache License 2.0 (see sparkmark/assets/echarts.LICENSE) */
@@ -362,6 +376,16 @@ document.getElementById('bookmarks').innerHTML = Object.keys(D.bookmarks).map(jo
   D.bookmarks[job].map(v=>'<tr><td>'+esc(v[0])+'</td><td>'+esc(v[1])+'</td><td>'+esc(v[2])+
   '</td><td>'+esc(ts(v[3]))+'</td><td class="err" style="color:#333">'+esc(v[4])+'</td></tr>').join('')+
   '</table></details>').join('') || '<p class="meta">no bookmarks</p>';
+// the per-file audit: the newest runs that read files, their first files and the count
+const runIx = {}; for(let i=0;i<N;i++) runIx[R.run_id[i]] = i;
+document.getElementById('files').innerHTML = D.files.map(f=>{ const i=runIx[f[0]];
+  const who = i==null? '' : esc(L[R.lane[i]])+' · '+esc(D.statuses[R.status[i]])+' · ';
+  return '<details class="run-files" data-run="'+esc(f[0])+'"><summary>'+who+'run '+esc(f[0])+
+  ': '+esc(f[1])+' file(s)'+(f[1]>f[2].length? ' (first '+f[2].length+' shown)':'')+
+  '</summary><table><tr><th>path</th><th>size</th><th>kind</th></tr>'+
+  f[2].map(x=>'<tr><td>'+esc(x[0])+'</td><td>'+esc(x[1])+'</td><td>'+esc(x[2])+'</td></tr>').join('')+
+  '</table></details>'; }).join('') || '<p class="meta">no files recorded (the per-file audit keeps '+
+  'what file sources read, for files_retention_days)</p>';
 document.body.setAttribute('data-sm-ready', String(N));
 document.body.setAttribute('data-sm-marks', marks.join(','));
 document.body.setAttribute('data-sm-ms', String(Math.round(performance.now())));

@@ -26,7 +26,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol, Union, runtime_checkable
+from typing import (TYPE_CHECKING, Any, Callable, Mapping, NamedTuple, Protocol, Sequence,
+                    Union, runtime_checkable)
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -72,6 +73,20 @@ class SourceBookmark:
     upper: Mapping[str, Any] | None = None
     listing_ts: int | None = None
     save: bool = False
+
+
+class FileRead(NamedTuple):
+    """One file a source read, for the per-file audit (``sparkmark files``): ``kind`` is
+    ``new``, ``late`` (read after its band had passed: ``lateFiles=read``, a backfill) or
+    ``rewrite`` (read before by this job in another version; see ``onModified``).
+
+    Example: ``FileRead("file:/in/a.json", 120, 1716000000000, "new")``
+    """
+
+    path: str
+    size: int
+    mtime: int
+    kind: str = "new"
 
 
 @dataclass(frozen=True)
@@ -180,6 +195,17 @@ class RunContext(Protocol):
                     report: Mapping[str, Any]) -> None:
         """What a source read: ``element`` is the state to commit for ``ctx`` (``None``: keep
         the committed one), ``report`` goes into the ledger config under ``sources[ctx]``."""
+        ...
+
+    def record_files(self, ctx: str | None, files: Sequence[FileRead]) -> None:
+        """The files a source read (:class:`FileRead`), kept in the per-file audit if the run
+        commits."""
+        ...
+
+    def files_read_before(self, ctx: str | None, paths: Sequence[str]
+                          ) -> Mapping[str, set[tuple[int | None, int | None]]]:
+        """Which of ``paths`` committed runs of this job read for ``ctx``:
+        ``{path: {(mtime, size), ...}}`` (the per-file audit, within its retention)."""
         ...
 
     def stage_output(self, output: StagedOutput) -> None:

@@ -34,6 +34,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from ..errors import ConfigError
 from .listing import FileEntry, FullInterval, parse_interval
+from .rewrites import modified_mode
 
 DEFAULT_MAX_BAND_MS = 900_000
 STATE_KIND = "files"
@@ -42,7 +43,7 @@ STATE_VERSION = 1
 #: Glue's bookmark options for file sources (the rest of ``options`` goes to Spark's reader).
 BOOKMARK_OPTION_NAMES = ("maxBand", "maxFilesInBand", "boundedFiles", "boundedSize",
                          "exclusions", "recurse", "lateFiles", "incrementalListing",
-                         "fullListingInterval")
+                         "fullListingInterval", "onModified")
 
 
 # ---------------------------------------------------------------------- data
@@ -57,6 +58,7 @@ class BandOptions:
     late_files: str = "warn"                 # warn | read | fail | ignore (see latefiles.py)
     incremental_listing: bool = False
     full_listing_interval: FullInterval = field(default_factory=lambda: parse_interval(None))
+    on_modified: str = "reprocess"           # reprocess | ignore | fail (see rewrites.py)
 
     @property
     def bounded(self) -> bool:
@@ -308,7 +310,8 @@ def split_options(options: Mapping[str, Any] | None) -> tuple[BandOptions, dict[
         recurse=_bool_option(bm, "recurse", False),
         late_files=late_mode(bm.get("lateFiles")),
         incremental_listing=_bool_option(bm, "incrementalListing", False),
-        full_listing_interval=parse_interval(bm.get("fullListingInterval")))
+        full_listing_interval=parse_interval(bm.get("fullListingInterval")),
+        on_modified=modified_mode(bm.get("onModified")))
     return opts, reader
 
 

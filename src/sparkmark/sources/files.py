@@ -41,7 +41,8 @@ from ..planning.bands import (BandOptions, BandState, FileEntry, excluded, glob_
                               plan_all, plan_band, plan_replay, split_options)
 from ..planning.latefiles import SAMPLE, LatePlan, SettledSketch, plan_late
 from ..planning.listing import ListingState, choose_listing, margin_for, merge_states, walk
-from ..run import ReadMode, RunContext
+from ..planning.rewrites import RewritePlan, plan_rewrites
+from ..run import FileRead, ReadMode, RunContext
 from ..schema_drift import name_paths, skip_hint, split_drift_option
 from ..secrets import mask_url
 from .dirlisting import hadoop_after, hadoop_level, local_level
@@ -540,6 +541,7 @@ def read_files(run: RunContext, path: str | Sequence[str], *, format: str = "jso
                                 "read": str(bookmark.mode)}
         plan = None
         late: LatePlan | None = None
+        rewrites: RewritePlan | None = None
         selected: list[FileEntry]
         if bookmark.mode is ReadMode.ALL:
             selected = list(plan_all(listing.entries))
@@ -559,6 +561,9 @@ def read_files(run: RunContext, path: str | Sequence[str], *, format: str = "jso
             if late.unseen:  # a partial listing could not show them: new input, read once
                 selected = sorted(set(selected) | set(late.unseen))
             selected = _apply_late(band_opts.late_files, late, selected, info, paths)
+            rewrites = _apply_rewrites(run, transformation_ctx, band_opts.on_modified, selected,
+                                       info, paths, first=previous is None)
+            selected = rewrites.selected
     hint = functools.partial(skip_hint, run.job_name, transformation_ctx)
     known_schema = None
     if drift_mode is None:
@@ -600,6 +605,7 @@ def read_files(run: RunContext, path: str | Sequence[str], *, format: str = "jso
                             listing_ts=plan.state.listing_ts, band=plan.state.band,
                             files=plan.state.files, extra=extra).to_element()
     run.record_read(transformation_ctx, element, info)
+    run.record_files(transformation_ctx, _audit_rows(selected, late, rewrites))
     if element is not None and selected:  # a file changed while read fails the run
         what, chosen, spark = f"source {transformation_ctx!r}", tuple(selected), run.spark
         run.add_commit_check(lambda: check_unchanged(spark, chosen, what))
@@ -642,6 +648,40 @@ def _apply_late(mode: str, late: LatePlan, selected: list[FileEntry], info: dict
                 late.count, where,
                 ", ".join(names), more)
     return selected
+
+
+def _apply_rewrites(run: RunContext, ctx: str | None, mode: str, selected: list[FileEntry],
+                    info: dict[str, Any], paths: Sequence[str], *, first: bool) -> RewritePlan:
+    """``onModified`` (see :mod:`sparkmark.planning.rewrites`): the audit says which selected
+    files this job read before in another version (not asked on a first run or after a reset,
+    whose million files would be a million lookups for nothing to skip)."""
+    before = (run.files_read_before(ctx, [f.path for f in selected])
+              if selected and not first else {})
+    plan = plan_rewrites(selected, before, mode)
+    info.update(plan.info())
+    if plan.rewritten and mode == "fail":
+        names = [f.path for f in plan.rewritten[:SAMPLE]]
+        more = (f" (and {len(plan.rewritten) - len(names)} more)"
+                if len(plan.rewritten) > len(names) else "")
+        where = paths[0] if len(paths) == 1 else f"{len(paths)} paths"
+        raise SourceError(
+            f"{len(plan.rewritten)} file(s) under {where} were read by an earlier run of this "
+            f"job and have been rewritten since (onModified=fail): {', '.join(names)}{more}; "
+            "read them again with onModified=reprocess, or leave them out with "
+            "onModified=ignore")
+    return plan
+
+
+def _audit_rows(selected: Sequence[FileEntry], late: LatePlan | None,
+                rewrites: RewritePlan | None) -> list[FileRead]:
+    """What the per-file audit keeps of this read: each file with how it came to be read."""
+    rewritten = {f.path for f in rewrites.rewritten} if rewrites is not None else set()
+    late_paths = ({f.path for f in late.late} | {f.path for f in late.unseen}
+                  if late is not None else set())
+    if not rewritten and not late_paths:  # the common case: a million reads, one kind
+        return [FileRead(f.path, f.size, f.mtime) for f in selected]
+    return [FileRead(f.path, f.size, f.mtime, "rewrite" if f.path in rewritten else
+                     "late" if f.path in late_paths else "new") for f in selected]
 
 
 def _stored_schema(state: BandState | None):

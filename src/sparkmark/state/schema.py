@@ -2,6 +2,7 @@
 
 Schema history:
   1. sm_meta, sm_jobs, sm_bookmark_versions, sm_runs.
+  2. sm_files: the per-file audit (which committed run read which file), with a retention.
 
 To change the schema: bump ``SCHEMA_VERSION`` and add a function to ``UPGRADES`` that takes a
 connection at version N-1 to N.  ``ensure_schema`` applies the missing steps in one transaction
@@ -14,7 +15,7 @@ from typing import Callable
 from sqlalchemy import (BigInteger, Column, Connection, Index, Integer, MetaData, String, Table,
                         Text, inspect, select)
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 metadata = MetaData()
 
@@ -87,8 +88,30 @@ runs = Table(
     Index("ix_sm_runs_module", "pipeline", "module_id", "run_start_ts"),
 )
 
+# The per-file audit: one row per file a committed run read, written in the commit's own
+# transaction and deleted after the job's retention (default 30 days), so it stays bounded.
+files = Table(
+    "sm_files", metadata,
+    Column("job_name", String(255), nullable=False),
+    Column("ctx", String(255), nullable=False),          # "" for a source without one
+    Column("path", Text, nullable=False),
+    Column("run_id", String(32), nullable=False),
+    Column("size", BigInteger),
+    Column("mtime", BigInteger),
+    Column("kind", String(16), nullable=False),          # new | late | rewrite
+    Column("read_ts", BigInteger, nullable=False),       # the run's commit time
+    Index("ix_sm_files_path", "job_name", "path"),
+    Index("ix_sm_files_run", "run_id"),
+    Index("ix_sm_files_age", "job_name", "read_ts"),
+)
+
+
+def _add_files_table(conn: Connection) -> None:
+    files.create(conn)
+
+
 UPGRADES: dict[int, Callable[[Connection], None]] = {
-    # 2: lambda conn: conn.exec_driver_sql("ALTER TABLE sm_runs ADD COLUMN ..."),
+    2: _add_files_table,
 }
 
 

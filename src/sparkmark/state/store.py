@@ -24,7 +24,7 @@ from ..errors import (BookmarkConflictError, ConcurrentRunError, StateCorruptErr
                       StateStoreError, UnknownJobError, UnknownRunError)
 from . import schema
 from .lease import host_name, lease_is_alive, lease_token, this_host
-from .schema import jobs, runs, versions
+from .schema import files, jobs, runs, versions
 from ..status import PublishState, RunStatus, plain
 
 DEFAULT_STATE_URL = "sqlite:///.sparkmark/state.db"
@@ -484,8 +484,13 @@ class StateStore:
 
     def commit_run(self, job_name: str, run_id: str, *, start_version: int,
                    new_state: dict[str, Any] | None, status: str, now: int,
-                   fields: dict[str, Any] | None = None) -> int:
-        """One transaction: bookmark version (if ``new_state``), counters, lease, ledger row.
+                   fields: dict[str, Any] | None = None,
+                   files_read: list[tuple[str | None, Any]] | None = None,
+                   files_keep_ms: int | None = None) -> int:
+        """One transaction: bookmark version (if ``new_state``), counters, lease, ledger row,
+        and the per-file audit (``files_read``: ``(ctx, [FileRead(path, size, mtime, kind)])``
+        pairs; rows older than ``files_keep_ms`` are deleted for this job in the same
+        transaction).
 
         Returns the job's bookmark version after the commit.
         """
@@ -520,6 +525,15 @@ class StateStore:
             conn.execute(runs.update().where(runs.c.run_id == run_id).values(
                 status=status, run_end_ts=now, end_version=version,
                 **{k: plain(v) for k, v in (fields or {}).items()}))
+            if files_keep_ms is not None:
+                conn.execute(files.delete().where(files.c.job_name == job_name,
+                                                  files.c.read_ts < now - files_keep_ms))
+            for ctx, read in files_read or ():
+                for i in range(0, len(read), 20_000):  # bounded batches of plain dicts
+                    conn.execute(files.insert(), [
+                        {"job_name": job_name, "run_id": run_id, "read_ts": now,
+                         "ctx": ctx or "", "path": path, "size": size, "mtime": mtime,
+                         "kind": kind} for path, size, mtime, kind in read[i:i + 20_000]])
             return version
 
     def fail_run(self, job_name: str, run_id: str, *, error: str, now: int,
@@ -795,6 +809,63 @@ class StateStore:
                 except (TypeError, ValueError, AttributeError):
                     continue
         return sorted(found)
+
+    def files_read_before(self, job_name: str, ctx: str | None,
+                          paths: list[str]) -> dict[str, set[tuple[int | None, int | None]]]:
+        """Which of ``paths`` a committed run of the job read for ``ctx`` (within the audit's
+        retention), with the ``(mtime, size)`` versions it read: ``{path: {(mtime, size)}}``."""
+        found: dict[str, set[tuple[int | None, int | None]]] = {}
+        if not paths:
+            return found
+        with self.tx("reading the file audit") as conn:
+            for i in range(0, len(paths), 500):
+                q = select(files.c.path, files.c.mtime, files.c.size).where(
+                    files.c.job_name == job_name, files.c.ctx == (ctx or ""),
+                    files.c.path.in_(paths[i:i + 500]))
+                for path, mtime, size in conn.execute(q):
+                    found.setdefault(path, set()).add((mtime, size))
+        return found
+
+    def file_audit(self, job_name: str, *, ctx: str | None = None, run_id: str | None = None,
+                   path_like: str | None = None, limit: int | None = None
+                   ) -> tuple[list[dict[str, Any]], int]:
+        """The per-file audit of a job, newest reads first, joined with each run's status:
+        ``(rows, total)``; ``path_like`` is a SQL LIKE pattern (``%`` and ``_``)."""
+        where = [files.c.job_name == job_name]
+        if ctx is not None:
+            where.append(files.c.ctx == ctx)
+        if run_id is not None:
+            where.append(files.c.run_id == run_id)
+        if path_like is not None:
+            where.append(files.c.path.like(path_like, escape="\\"))
+        q = (select(files.c.path, files.c.size, files.c.mtime, files.c.ctx, files.c.run_id,
+                    runs.c.status, files.c.kind, files.c.read_ts)
+             .select_from(files.outerjoin(runs, runs.c.run_id == files.c.run_id))
+             .where(*where).order_by(files.c.read_ts.desc(), files.c.path))
+        if limit is not None:
+            q = q.limit(limit)
+        with self.tx("reading the file audit") as conn:
+            rows = [dict(r._mapping) for r in conn.execute(q)]
+            total = (len(rows) if limit is None or len(rows) < limit else
+                     int(conn.execute(select(sa.func.count()).select_from(files)
+                                      .where(*where)).scalar() or 0))
+        return rows, total
+
+    def run_files(self, run_ids: list[str], *, per_run: int = 100
+                  ) -> dict[str, tuple[int, list[tuple[str, int | None, str]]]]:
+        """For each run with audit rows: ``(files in all, first per_run (path, size, kind))``."""
+        out: dict[str, tuple[int, list[tuple[str, int | None, str]]]] = {}
+        with self.tx("reading the file audit") as conn:
+            for i in range(0, len(run_ids), 500):
+                q = (select(files.c.run_id, sa.func.count()).where(
+                    files.c.run_id.in_(run_ids[i:i + 500])).group_by(files.c.run_id))
+                for rid, n in conn.execute(q):
+                    out[rid] = (int(n), [])
+            for rid in out:
+                q = (select(files.c.path, files.c.size, files.c.kind)
+                     .where(files.c.run_id == rid).order_by(files.c.path).limit(per_run))
+                out[rid][1].extend((p, sz, k) for p, sz, k in conn.execute(q))
+        return out
 
     def job_names(self) -> list[str]:
         with self.tx("reading the ledger") as conn:

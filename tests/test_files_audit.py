@@ -1,0 +1,260 @@
+"""The per-file audit (``sparkmark files``, ``Bookmarks.files``) and ``onModified``.
+
+Real Spark, real files, a real SQLite store; only the clock is fake.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+import sqlalchemy as sa
+from typer.testing import CliRunner
+
+from sparkmark import Bookmarks, Job
+from sparkmark.cli import app
+from sparkmark.errors import ConfigError, SourceError, UnknownJobError
+
+EN = {"job_bookmark_option": "job-bookmark-enable"}
+MIN = 60_000
+DAY = 86_400_000
+
+
+def put(src: Path, name: str, text: str, mtime: int) -> None:
+    p = src / name
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(text)
+    os.utime(p, ns=(mtime * 1_000_000, mtime * 1_000_000))
+
+
+def run(spark, url, clock, src, *, commit=True, **options):
+    """One run of job 'orders' over ``src``: (ids read, the source's ledger report)."""
+    job = Job(spark, state=url, clock=clock,
+              **({"files_retention_days": options.pop("days")} if "days" in options else {})
+              ).init("orders", EN)
+    df = job.read.files(str(src), format="json", transformation_ctx="src", options=options)
+    ids = sorted(r["id"] for r in df.collect())
+    if commit:
+        job.commit()
+    return ids, job.reads["src"], job
+
+
+def cli(url, *args):
+    res = CliRunner().invoke(app, ["--state", url, "files", "orders", *args])
+    return res.exit_code, res.output
+
+
+def test_which_run_read_which_file_from_python_the_cli_and_spark(spark, sqlite_url, clock,
+                                                                  tmp_path):
+    src = tmp_path / "in"
+    put(src, "dt=1/a.json", '{"id": 1}\n', clock.now - 10 * MIN)
+    put(src, "dt=1/b.json", '{"id": 2}\n{"id": 3}\n', clock.now - 9 * MIN)
+    assert run(spark, sqlite_url, clock, src)[0] == [1, 2, 3]
+    clock.advance(20 * MIN)
+    put(src, "dt=2/c.json", '{"id": 4}\n', clock.now - 5 * MIN)
+    assert run(spark, sqlite_url, clock, src)[0] == [4]
+    r1, r2 = [r["run_id"] for r in Job(None, state=sqlite_url).store.list_runs(
+        job_name="orders")]
+    bm = Bookmarks(sqlite_url)
+    rows = bm.files("orders")
+    assert [(Path(r["path"]).name, r["run_id"], r["run_status"], r["kind"], r["ctx"])
+            for r in rows] == [("c.json", r2, "SUCCEEDED", "new", "src"),
+                               ("a.json", r1, "SUCCEEDED", "new", "src"),
+                               ("b.json", r1, "SUCCEEDED", "new", "src")]  # newest read first
+    b = next(r for r in rows if r["path"].endswith("b.json"))
+    assert b["size"] == (src / "dt=1/b.json").stat().st_size
+    assert b["mtime"] == clock.now - 20 * MIN - 9 * MIN and b["path"].startswith("file:")
+    # filters: a file name, a folder glob, a full path, a run, a context
+    assert [r["run_id"] for r in bm.files("orders", path="b.json")] == [r1]
+    assert len(bm.files("orders", path="dt=1/*")) == 2
+    assert len(bm.files("orders", path=str(src / "dt=2" / "c.json"))) == 1
+    assert len(bm.files("orders", path="?.json")) == 3 and bm.files("orders", path="b") == []
+    assert [Path(r["path"]).name for r in bm.files("orders", run_id=r2)] == ["c.json"]
+    assert bm.files("orders", ctx="other") == []
+    assert len(bm.files("orders", limit=1)) == 1
+    df = bm.files_dataframe(spark, "orders", path="dt=1/*")
+    assert sorted(r["run_id"] for r in df.collect()) == [r1, r1]
+    assert df.schema["size"].dataType.typeName() == "long"
+    # the CLI: json, csv and the table, with the same filters
+    code, text = cli(sqlite_url, "--path", "b.json", "--format", "json")
+    assert code == 0, text
+    [got] = json.loads(text)
+    assert got["run_id"] == r1 and got["kind"] == "new" and got["mtime"].endswith("+00:00")
+    code, text = cli(sqlite_url, "--format", "csv")
+    assert code == 0 and len(list(csv.DictReader(io.StringIO(text)))) == 3
+    code, text = cli(sqlite_url, "--run-id", r2, "--limit", "5")
+    assert code == 0 and "c.json" in text and "a.json" not in text, text
+    code, text = cli(sqlite_url, "--limit", "1")
+    assert code == 0 and "(2 more;" in text, text
+    # bad input: one clear message each, exit 2
+    for args, needle in ((["--format", "xml"], "unknown --format 'xml'"),
+                         (["--limit", "0"], "limit=0 must be a positive number")):
+        code, text = cli(sqlite_url, *args)
+        assert code != 0 and needle in text, (args, text)
+    res = CliRunner().invoke(app, ["--state", sqlite_url, "files", "nosuch"])
+    assert res.exit_code != 0 and "nosuch" in res.output, res.output
+    with pytest.raises(UnknownJobError):
+        bm.files("nosuch")
+
+
+def test_a_rolled_back_runs_files_show_as_such(spark, sqlite_url, clock, tmp_path):
+    src, out = tmp_path / "in", tmp_path / "out"
+    put(src, "a.json", '{"id": 1}\n', clock.now - 10 * MIN)
+    for i in range(2):
+        job = Job(spark, state=sqlite_url, clock=clock).init("orders", EN)
+        df = job.read.files(str(src), format="json", transformation_ctx="src")
+        job.write(df, str(out), format="parquet", transformation_ctx="sink")
+        job.commit()
+        clock.advance(20 * MIN)
+        if i == 0:
+            put(src, "b.json", '{"id": 2}\n', clock.now - 5 * MIN)
+    r1, r2 = [r["run_id"] for r in Job(None, state=sqlite_url).store.list_runs(
+        job_name="orders")]
+    Bookmarks(sqlite_url, clock=clock).reset("orders", run_id=r1, remove_output=True,
+                                             spark=spark)
+    status = {Path(r["path"]).name: (r["run_id"], r["run_status"])
+              for r in Bookmarks(sqlite_url).files("orders")}
+    assert status == {"a.json": (r1, "SUCCEEDED"), "b.json": (r2, "ROLLED_BACK")}
+    # the re-run reads b.json again: the same version, so not a rewrite, even with ignore
+    ids, report, _ = run(spark, sqlite_url, clock, src, onModified="ignore")
+    assert ids == [2] and report["rewritten"] == 0
+    kinds = [(r["run_status"], r["kind"]) for r in Bookmarks(sqlite_url).files(
+        "orders", path="b.json")]
+    assert kinds == [("SUCCEEDED", "new"), ("ROLLED_BACK", "new")]
+
+
+@pytest.mark.parametrize("mode", ["reprocess", "ignore", "fail"])
+def test_on_modified_reprocess_ignore_or_fail(spark, sqlite_url, clock, tmp_path, mode):
+    src = tmp_path / "in"
+    put(src, "a.json", '{"id": 1}\n', clock.now - 10 * MIN)
+    put(src, "b.json", '{"id": 2}\n', clock.now - 10 * MIN)
+    assert run(spark, sqlite_url, clock, src, onModified=mode)[0] == [1, 2]
+    clock.advance(20 * MIN)
+    put(src, "a.json", '{"id": 1}\n{"id": 11}\n', clock.now - 5 * MIN)  # rewritten in place
+    put(src, "c.json", '{"id": 3}\n', clock.now - 5 * MIN)
+    before = Bookmarks(sqlite_url).get("orders")["Version"]
+    if mode == "fail":
+        job = Job(spark, state=sqlite_url, clock=clock).init("orders", EN)
+        with pytest.raises(SourceError) as e:
+            job.read.files(str(src), format="json", transformation_ctx="src",
+                           options={"onModified": mode})
+        job.fail(e.value)
+        text = str(e.value)
+        assert "1 file(s) under" in text and "a.json" in text and "onModified=ignore" in text
+        assert Bookmarks(sqlite_url).get("orders")["Version"] == before  # nothing committed
+        assert len(Bookmarks(sqlite_url).files("orders")) == 2
+        # the way out: one run with reprocess reads it, and counts it
+        ids, report, _ = run(spark, sqlite_url, clock, src, onModified="reprocess")
+        assert ids == [1, 3, 11] and report["rewritten"] == 1
+        return
+    ids, report, _ = run(spark, sqlite_url, clock, src, onModified=mode)
+    assert report["rewritten"] == 1  # counted either way
+    kinds = {(Path(r["path"]).name, r["kind"]) for r in Bookmarks(sqlite_url).files(
+        "orders") if r["read_ts"] == clock.now}
+    if mode == "reprocess":  # Glue's behaviour: the rewritten file is read again, whole
+        assert ids == [1, 3, 11] and "rewritten_skipped" not in report
+        assert kinds == {("a.json", "rewrite"), ("c.json", "new")}
+    else:  # ignore: read once, whatever happens to it later
+        assert ids == [3] and report["rewritten_skipped"] == 1
+        assert kinds == {("c.json", "new")}
+    config = json.loads(Job(None, state=sqlite_url).store.list_runs(
+        job_name="orders")[-1]["config"])
+    assert config["sources"]["src"]["rewritten"] == 1  # in the ledger
+    clock.advance(20 * MIN)  # ignore: the rewrite stays skipped, later runs read nothing
+    assert run(spark, sqlite_url, clock, src, onModified=mode)[0] == []
+
+
+def test_bad_on_modified_and_retention_are_one_clear_error_before_anything(
+        spark, sqlite_url, clock, tmp_path):
+    src = tmp_path / "in"
+    put(src, "a.json", '{"id": 1}\n', clock.now - 10 * MIN)
+    job = Job(spark, state=sqlite_url, clock=clock).init("orders", EN)
+    with pytest.raises(ConfigError, match="onModified='sometimes' is not one of reprocess, "
+                                          "ignore, fail"):
+        job.read.files(str(src), format="json", transformation_ctx="src",
+                       options={"onModified": "sometimes"})
+    job.fail("bad option")
+    for bad in (0, -1, "x", float("nan")):
+        with pytest.raises(ConfigError, match="files_retention_days=.* positive number"):
+            Job(spark, state=sqlite_url, clock=clock, files_retention_days=bad)
+    assert Bookmarks(sqlite_url).get("orders")["Version"] == 0
+    assert Bookmarks(sqlite_url).files("orders") == []
+
+
+def test_retention_keeps_the_audit_bounded(spark, sqlite_url, clock, tmp_path):
+    src = tmp_path / "in"
+    for day in range(5):
+        put(src, f"d{day}.json", f'{{"id": {day}}}\n', clock.now - 10 * MIN)
+        assert run(spark, sqlite_url, clock, src, days=2)[0] == [day]
+        clock.advance(DAY)
+    # rows more than two days old went at the later commits (d2 is exactly two days old)
+    names = sorted(Path(r["path"]).name for r in Bookmarks(sqlite_url).files("orders"))
+    assert names == ["d2.json", "d3.json", "d4.json"]
+
+
+def test_a_version_1_store_gains_the_audit_table_on_first_use(spark, tmp_path, clock):
+    url = f"sqlite:///{tmp_path / 'old.db'}"
+    src = tmp_path / "in"
+    put(src, "a.json", '{"id": 1}\n', clock.now - 10 * MIN)
+    assert run(spark, url, clock, src)[0] == [1]
+    engine = sa.create_engine(url)
+    with engine.begin() as conn:  # what sparkmark 0.x (schema 1) left behind
+        conn.exec_driver_sql("DROP TABLE sm_files")
+        conn.exec_driver_sql("UPDATE sm_meta SET value='1' WHERE key='schema_version'")
+    engine.dispose()
+    # a new process opens the store (this one keeps its engine): the upgrade runs there
+    subprocess.run([sys.executable, "-c", f"from sparkmark import Bookmarks; "
+                    f"Bookmarks({url!r}).get('orders')"], check=True, timeout=120)
+    clock.advance(20 * MIN)
+    put(src, "b.json", '{"id": 2}\n', clock.now - 5 * MIN)
+    assert run(spark, url, clock, src)[0] == [2]
+    assert [Path(r["path"]).name for r in Bookmarks(url).files("orders")] == ["b.json"]
+    engine = sa.create_engine(url)
+    with engine.connect() as conn:
+        assert conn.exec_driver_sql("SELECT value FROM sm_meta WHERE key='schema_version'"
+                                    ).scalar() == "2"
+    engine.dispose()
+
+
+def test_the_page_lists_a_runs_files_with_a_count(spark, sqlite_url, clock, tmp_path):
+    from sparkmark.report_html import FILES_PER_RUN, page_data
+    src = tmp_path / "in"
+    for i in range(FILES_PER_RUN + 5):
+        put(src, f"f{i:04d}.json", f'{{"id": {i}}}\n', clock.now - 10 * MIN)
+    assert len(run(spark, sqlite_url, clock, src)[0]) == FILES_PER_RUN + 5
+    data = page_data(Job(None, state=sqlite_url).store)
+    [(run_id, total, first)] = data["files"]
+    assert total == FILES_PER_RUN + 5 and len(first) == FILES_PER_RUN
+    assert first[0][0].endswith("f0000.json") and first[0][2] == "new"
+    assert run_id == data["runs"]["run_id"][0]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from("abcde"), st.integers(1, 4), st.integers(0, 2)),
+                max_size=8),
+       st.dictionaries(st.sampled_from("abcdef"),
+                       st.sets(st.tuples(st.integers(1, 4), st.integers(0, 2)), min_size=1,
+                               max_size=3), max_size=6),
+       st.sampled_from(["reprocess", "ignore", "fail"]))
+def test_plan_rewrites_matches_the_reference_model(files, before, mode):
+    """Pure planning against the plain reading of the rule: a rewrite is a path read before
+    whose (mtime, size) is none of the versions read then; ignore drops exactly those."""
+    from sparkmark.planning.listing import FileEntry
+    from sparkmark.planning.rewrites import plan_rewrites
+    selected = sorted({FileEntry(m, f"file:/in/{p}", sz) for p, m, sz in files})
+    read_before = {f"file:/in/{p}": v for p, v in before.items()}
+    plan = plan_rewrites(selected, read_before, mode)
+    model = [f for f in selected
+             if f.path in read_before and not any((f.mtime, f.size) == v
+                                                  for v in read_before[f.path])]
+    assert plan.rewritten == model
+    assert plan.selected == ([f for f in selected if f not in model] if mode == "ignore"
+                             else selected)
+    assert plan.info()["rewritten"] == len(model)
