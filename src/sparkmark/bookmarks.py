@@ -16,11 +16,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Sequence
 
 from .clock import Clock, system_clock
-from .rollback import ResetPlan, reset_with_output
 from .state import StateStore, open_store
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
+
+    from .rollback import ResetPlan
 
 __all__ = ["Bookmarks", "ResetPlan", "path_pattern"]
 
@@ -101,6 +102,7 @@ class Bookmarks:
         """
         if not remove_output and not dry_run:
             return self.store.reset(job_name, run_id, now=self.clock())
+        from .rollback import reset_with_output
         return reset_with_output(self.store, job_name, run_id, remove_output=remove_output,
                                  dry_run=dry_run, spark=spark, properties=properties,
                                  now=self.clock)
@@ -179,3 +181,11 @@ class Bookmarks:
         """
         return self.store.release(job_name, run_id, now=self.clock(),
                                   error="released by an operator (sparkmark bookmark release)")
+
+
+def __getattr__(name: str) -> Any:
+    """``ResetPlan`` from :mod:`sparkmark.rollback`, imported on first use (CLI start-up)."""
+    if name == "ResetPlan":
+        from .rollback import ResetPlan
+        return ResetPlan
+    raise AttributeError(name)
