@@ -8,7 +8,13 @@ the server, not through Spark) it measures:
 - incremental: an enabled run after K new rows were inserted (upper-bound query, ranged read of
   the K rows, commit to the state store) — the median of ``--repeats`` runs.
 
-Goals: incremental(N largest) / incremental(N smallest) <= 1.5 and full / incremental >= 20.
+- peer (issue 26): the same K rows read by plain Spark with the same predicate
+  (``id > a AND id <= b``), the same partitions and the same noop sink, against a whole
+  sparkmark run (``Job.init``, the upper-bound query, the ranged read, ``commit``); the two are
+  measured alternately, ``--repeats`` each, best and median.
+
+Goals: incremental(N largest) / incremental(N smallest) <= 1.5, full / incremental >= 20, and
+sparkmark / plain predicate read <= 1.10 (median).
 
     .venv/bin/python benchmarks/jdbc.py                      # N = 1M and 10M, K = 10k
     .venv/bin/python benchmarks/jdbc.py --sizes 100000,1000000 --repeats 3
@@ -44,9 +50,9 @@ def _load(engine, table: str, first: int, last: int) -> None:
 
 
 def _read(spark, state, url, table, option):
+    t0 = time.perf_counter()  # the whole run: init (lease, ledger row), read, commit
     job = Job(spark, state=state)
     job.init(f"bench_{table}", {"job_bookmark_option": option})
-    t0 = time.perf_counter()
     df = job.read.jdbc(url, table=table, transformation_ctx="src")
     df.write.format("noop").mode("overwrite").save()
     job.commit()
@@ -68,6 +74,7 @@ def main(argv=None) -> int:
 
     server = start_postgres()
     spark = local_session("sparkmark-bench-jdbc")
+    spark_version = spark.version
     state = f"sqlite:///{tempfile.mkdtemp(prefix='sm-bench-')}/state.db"
     rows = []
     try:
@@ -102,6 +109,30 @@ def main(argv=None) -> int:
                 s, info = _read(spark, state, url, table, "job-bookmark-enable")
                 assert info["lower"] == [top - k] and info["upper"] == [top], info
                 inc.append(s)
+            # the peer: plain Spark reading the same kind of range, alternating with sparkmark
+            ours, plain = [], []
+            for _ in range(a.repeats):
+                _load(engine, table, top + 1, top + k)
+                lo, top = top, top + k
+                t1 = time.perf_counter()
+                spark.read.jdbc(url, table, predicates=[f"id > {lo} AND id <= {top}"],
+                                properties={"driver": "org.postgresql.Driver"}) \
+                    .write.format("noop").mode("overwrite").save()
+                plain.append(time.perf_counter() - t1)
+                s, info = _read(spark, state, url, table, "job-bookmark-enable")
+                assert info["lower"] == [lo] and info["upper"] == [top] and \
+                    info["partitions"] == 1, info
+                ours.append(s)
+            peer = {"sparkmark_best_s": round(min(ours), 4),
+                    "sparkmark_median_s": round(statistics.median(ours), 4),
+                    "plain_best_s": round(min(plain), 4),
+                    "plain_median_s": round(statistics.median(plain), 4),
+                    "ratio_best": round(min(ours) / min(plain), 2),
+                    "ratio_median": round(statistics.median(ours) / statistics.median(plain),
+                                          2)}
+            print(f"  sparkmark vs plain predicate read (K={k:,}): median "
+                  f"{peer['sparkmark_median_s']:.3f}s vs {peer['plain_median_s']:.3f}s = "
+                  f"{peer['ratio_median']} (best {peer['ratio_best']})", flush=True)
             med = statistics.median(inc)
             print(f"  incremental (K={k:,}) median {med:.3f}s of {[round(x, 3) for x in inc]}",
                   flush=True)
@@ -110,7 +141,8 @@ def main(argv=None) -> int:
                          "first_enabled_s": round(first_s, 3),
                          "incremental_s": round(med, 3),
                          "incremental_runs_s": [round(x, 3) for x in inc],
-                         "full_over_incremental": round(full_s / med, 1)})
+                         "full_over_incremental": round(full_s / med, 1),
+                         "peer": peer})
     finally:
         spark.stop()
         server.stop()
@@ -122,11 +154,14 @@ def main(argv=None) -> int:
         "goal_ratio_max": 1.5,
         "full_over_incremental_min": min(r["full_over_incremental"] for r in rows),
         "goal_speedup_min": 20,
+        "sparkmark_over_plain_median": [r["peer"]["ratio_median"] for r in rows],
+        "goal_over_plain_max": 1.10,
     }
     result = {"benchmark": "jdbc incremental read on PostgreSQL", "rows": rows,
               "summary": summary,
               "machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0],
-                          "platform": platform.platform()},
+                          "platform": platform.platform(), "load_avg": list(os.getloadavg()),
+                          "spark": spark_version},
               "note": "full = bookmark-disabled read of every row (noop sink); incremental = "
                       "median enabled run after K new rows, including Job init/commit on a "
                       "SQLite state store"}

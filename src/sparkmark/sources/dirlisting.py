@@ -16,7 +16,7 @@ import functools
 import os
 from itertools import repeat
 from operator import floordiv
-from typing import Callable, Iterator, Sequence
+from typing import Callable, Iterator, Sequence, TypeVar
 
 from ..errors import SourceError
 from ..jvm import storage_error_text
@@ -84,20 +84,28 @@ def _flush(files: list[FileEntry], base: str, names: list[str], times: list[int]
     sizes.clear()
 
 
+_T = TypeVar("_T")
+
+
+def _listed(call: Callable[[], _T], where: str) -> _T:
+    """``call()``, with a Java error from the file system as one SourceError."""
+    try:
+        return call()
+    except SourceError:
+        raise
+    except Exception as e:  # noqa: BLE001 - a Java error from the file system
+        raise SourceError(f"cannot list {mask_url(where)}: {storage_error_text(e, where)}; "
+                          "nothing was read or committed: the next run reads the same "
+                          "input") from None
+
+
 def hadoop_level(list_status: Callable[[list[str]], list[tuple[str, bool, int, int]]],
                  where: str) -> Callable[[Sequence[str]], Iterator[Level]]:
     """A level lister over ``list_status(dirs) -> [(path, is_dir, size, mtime)]`` (one Hadoop
     ``listStatus(Path[])`` call for the whole level); entries are grouped by parent and hidden
     files left out."""
     def level(dirs: Sequence[str]) -> Iterator[Level]:
-        try:
-            statuses = list_status(list(dirs))
-        except SourceError:
-            raise
-        except Exception as e:  # noqa: BLE001 - a Java error from the file system
-            raise SourceError(f"cannot list {mask_url(where)}: {storage_error_text(e, where)}; "
-                              "nothing was read or committed: the next run reads the same "
-                              "input") from None
+        statuses = _listed(lambda: list_status(list(dirs)), where)
         groups: dict[str, Level] = {d.rstrip("/"): Level(d, [], []) for d in dirs}
         for path, is_dir, size, mtime in statuses:
             parent, _, name = path.rstrip("/").rpartition("/")
@@ -119,14 +127,7 @@ def hadoop_after(list_after: Callable[[str, str], list[tuple[str, bool, int, int
     that sort after ``name`` (one S3 ``ListObjectsV2`` with ``StartAfter`` per 1,000), or None
     where the file system cannot; grouped like :func:`hadoop_level`."""
     def after(root: str, name: str) -> Level | None:
-        try:
-            statuses = list_after(root, name)
-        except SourceError:
-            raise
-        except Exception as e:  # noqa: BLE001 - a Java error from the object store
-            raise SourceError(f"cannot list {mask_url(where)}: {storage_error_text(e, where)}; "
-                              "nothing was read or committed: the next run reads the same "
-                              "input") from None
+        statuses = _listed(lambda: list_after(root, name), where)
         if statuses is None:
             return None
         return next(iter(hadoop_level(lambda _dirs: statuses, where)([root])))
