@@ -258,3 +258,21 @@ def test_plan_rewrites_matches_the_reference_model(files, before, mode):
     assert plan.selected == ([f for f in selected if f not in model] if mode == "ignore"
                              else selected)
     assert plan.info()["rewritten"] == len(model)
+
+
+def test_a_path_longer_than_an_index_row_is_kept_and_found(spark, state_url, clock, tmp_path):
+    """The audit indexes a hash of the path, not the path: a 3,000-character path (PostgreSQL's
+    btree rows stop near 2,700 bytes) commits and is found again on both stores."""
+    deep = tmp_path / "in"
+    for i in range(15):
+        deep = deep / (f"{i:02d}" + "d" * 198)
+    src = tmp_path / "in"
+    put(deep, "a.json", '{"id": 1}\n', clock.now - 10 * MIN)
+    put(src, "b.json", '{"id": 2}\n', clock.now - 10 * MIN)
+    assert run(spark, state_url, clock, src, recurse=True, onModified="fail")[0] == [1, 2]
+    [row] = Bookmarks(state_url).files("orders", path="a.json")
+    assert len(row["path"]) > 3000 and row["kind"] == "new"
+    clock.advance(20 * MIN)
+    put(deep, "a.json", '{"id": 1}\n{"id": 3}\n', clock.now - 5 * MIN)
+    with pytest.raises(SourceError, match="1 file\\(s\\) under .* rewritten since"):
+        run(spark, state_url, clock, src, recurse=True, onModified="fail", commit=False)

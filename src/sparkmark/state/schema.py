@@ -95,12 +95,13 @@ files = Table(
     Column("job_name", String(255), nullable=False),
     Column("ctx", String(255), nullable=False),          # "" for a source without one
     Column("path", Text, nullable=False),
+    Column("path_hash", String(16), nullable=False),     # sha1(path)[:16]: the indexed key
     Column("run_id", String(32), nullable=False),
     Column("size", BigInteger),
     Column("mtime", BigInteger),
     Column("kind", String(16), nullable=False),          # new | late | rewrite
     Column("read_ts", BigInteger, nullable=False),       # the run's commit time
-    Index("ix_sm_files_path", "job_name", "path"),
+    Index("ix_sm_files_path", "job_name", "path_hash"),  # a path can outgrow an index row
     Index("ix_sm_files_run", "run_id"),
     Index("ix_sm_files_age", "job_name", "read_ts"),
 )

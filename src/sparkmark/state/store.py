@@ -23,6 +23,7 @@ from sqlalchemy.exc import ArgumentError, DBAPIError, IntegrityError, NoSuchModu
 from ..errors import (BookmarkConflictError, ConcurrentRunError, StateCorruptError,
                       StateStoreError, UnknownJobError, UnknownRunError)
 from . import schema
+from ..planning.bands import path_hash
 from .lease import host_name, lease_is_alive, lease_token, this_host
 from .schema import files, jobs, runs, versions
 from ..status import PublishState, RunStatus, plain
@@ -532,8 +533,9 @@ class StateStore:
                 for i in range(0, len(read), 20_000):  # bounded batches of plain dicts
                     conn.execute(files.insert(), [
                         {"job_name": job_name, "run_id": run_id, "read_ts": now,
-                         "ctx": ctx or "", "path": path, "size": size, "mtime": mtime,
-                         "kind": kind} for path, size, mtime, kind in read[i:i + 20_000]])
+                         "ctx": ctx or "", "path": path, "path_hash": path_hash(path),
+                         "size": size, "mtime": mtime, "kind": kind}
+                        for path, size, mtime, kind in read[i:i + 20_000]])
             return version
 
     def fail_run(self, job_name: str, run_id: str, *, error: str, now: int,
@@ -817,13 +819,16 @@ class StateStore:
         found: dict[str, set[tuple[int | None, int | None]]] = {}
         if not paths:
             return found
+        wanted = set(paths)
+        hashes = sorted({path_hash(p) for p in wanted})
         with self.tx("reading the file audit") as conn:
-            for i in range(0, len(paths), 500):
+            for i in range(0, len(hashes), 500):
                 q = select(files.c.path, files.c.mtime, files.c.size).where(
                     files.c.job_name == job_name, files.c.ctx == (ctx or ""),
-                    files.c.path.in_(paths[i:i + 500]))
+                    files.c.path_hash.in_(hashes[i:i + 500]))
                 for path, mtime, size in conn.execute(q):
-                    found.setdefault(path, set()).add((mtime, size))
+                    if path in wanted:  # a hash shared by two paths: compare the path itself
+                        found.setdefault(path, set()).add((mtime, size))
         return found
 
     def file_audit(self, job_name: str, *, ctx: str | None = None, run_id: str | None = None,
