@@ -81,6 +81,10 @@ def test_late_files_read_once_with_read(spark, sqlite_url, clock, tmp_path):
     put(f"{src}/e.json", [5], clock.now - MIN)      # and one timely file
     ids, info, _ = run(spark, sqlite_url, clock, src, {"lateFiles": "read"})
     assert ids == [3, 4, 5] and info["late_files"] == 2 and info["files"] == 3
+    from sparkmark import Bookmarks  # the per-file audit says how each file came to be read
+    kinds = {r["path"].rsplit("/", 1)[-1]: r["kind"] for r in Bookmarks(sqlite_url).files(
+        "orders") if r["read_ts"] == clock.now}
+    assert kinds == {"c.json": "late", "d.json": "late", "e.json": "new"}, kinds
     clock.advance(20 * MIN)
     ids, info, _ = run(spark, sqlite_url, clock, src, {"lateFiles": "read"})
     assert ids == [] and info["late_files"] == 0

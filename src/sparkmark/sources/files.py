@@ -30,7 +30,7 @@ import os
 import logging
 import re
 import time
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence, overload
 
 from .. import compat, listing_progress
 from ..errors import ConfigError, SourceError
@@ -672,16 +672,37 @@ def _apply_rewrites(run: RunContext, ctx: str | None, mode: str, selected: list[
     return plan
 
 
+class _AuditRows(Sequence[FileRead]):
+    """The files read as :class:`FileRead` rows, made when the commit asks for them (a first
+    run over a million files holds no second million tuples until then)."""
+
+    def __init__(self, entries: Sequence[FileEntry], kinds: dict[str, str]):
+        self.entries, self.kinds = entries, kinds
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def _row(self, f: FileEntry) -> FileRead:
+        return FileRead(f.path, f.size, f.mtime, self.kinds.get(f.path, "new"))
+
+    @overload
+    def __getitem__(self, i: int) -> FileRead: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[FileRead]: ...
+
+    def __getitem__(self, i: int | slice) -> FileRead | list[FileRead]:
+        if isinstance(i, slice):
+            return [self._row(f) for f in self.entries[i]]
+        return self._row(self.entries[i])
+
+
 def _audit_rows(selected: Sequence[FileEntry], late: LatePlan | None,
-                rewrites: RewritePlan | None) -> list[FileRead]:
+                rewrites: RewritePlan | None) -> Sequence[FileRead]:
     """What the per-file audit keeps of this read: each file with how it came to be read."""
-    rewritten = {f.path for f in rewrites.rewritten} if rewrites is not None else set()
-    late_paths = ({f.path for f in late.late} | {f.path for f in late.unseen}
-                  if late is not None else set())
-    if not rewritten and not late_paths:  # the common case: a million reads, one kind
-        return [FileRead(f.path, f.size, f.mtime) for f in selected]
-    return [FileRead(f.path, f.size, f.mtime, "rewrite" if f.path in rewritten else
-                     "late" if f.path in late_paths else "new") for f in selected]
+    kinds = {f.path: "late" for f in (late.late + late.unseen if late is not None else [])}
+    kinds.update((f.path, "rewrite") for f in (rewrites.rewritten if rewrites else []))
+    return _AuditRows(selected, kinds)
 
 
 def _stored_schema(state: BandState | None):
