@@ -181,7 +181,7 @@ def test_bad_on_modified_and_retention_are_one_clear_error_before_anything(
         job.read.files(str(src), format="json", transformation_ctx="src",
                        options={"onModified": "sometimes"})
     job.fail("bad option")
-    for bad in (0, -1, "x", float("nan")):
+    for bad in (0, -1, "x", float("nan"), float("inf")):
         with pytest.raises(ConfigError, match="files_retention_days=.* positive number"):
             Job(spark, state=sqlite_url, clock=clock, files_retention_days=bad)
     assert Bookmarks(sqlite_url).get("orders")["Version"] == 0

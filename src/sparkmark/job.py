@@ -116,7 +116,7 @@ class Job:
             days = float(files_retention_days)
         except (TypeError, ValueError):
             days = -1.0
-        if not days > 0 or days != days:
+        if not 0 < days < float("inf"):  # NaN and infinity fail this too
             raise ConfigError(f"files_retention_days={files_retention_days!r} is not a positive "
                               "number of days; the per-file audit keeps what runs read for "
                               f"that long (default {DEFAULT_FILES_RETENTION_DAYS})")
