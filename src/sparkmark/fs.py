@@ -411,15 +411,17 @@ def qualify(path: str) -> str:
     return "file:" + os.path.normpath(os.path.abspath(p))
 
 
-def _open(qualified: str):
-    """(pyarrow FileSystem, native path) for a qualified path."""
+def _open(qualified: str, s3_conf: Mapping[str, str] | None = None):
+    """(pyarrow FileSystem, native path) for a qualified path; ``s3_conf`` (s3a's Hadoop keys)
+    names the S3 endpoint and keys, else those of the Connect server seen last."""
     from pyarrow import fs as pafs
     if qualified.startswith("file:"):
         return pafs.LocalFileSystem(), qualified[len("file:"):]
     scheme, _, rest = qualified.partition("://")
     scheme = scheme.lower()
     if scheme in ("s3a", "s3n", "s3"):
-        opts = arrow_s3_options(_S3_CONF, rest.split("/", 1)[0]) if _S3_CONF else None
+        conf = _S3_CONF if s3_conf is None else s3_conf
+        opts = arrow_s3_options(conf, rest.split("/", 1)[0]) if conf else None
         if opts is None:
             f, native = pafs.FileSystem.from_uri("s3://" + rest)
             return f, native
@@ -458,9 +460,10 @@ class ArrowFS:
         fs.files(fs.root)          # every data file below the target, qualified
     """
 
-    def __init__(self, path: str):
+    def __init__(self, path: str, s3_conf: Mapping[str, str] | None = None):
         self.root = ArrowPath(qualify(path))
-        self.fs, self._native_root = _open(self.root)
+        self._s3_conf = s3_conf  # s3a's Hadoop keys (fs.s3a.endpoint, ...); None: the server's
+        self.fs, self._native_root = _open(self.root, s3_conf)
 
     def path(self, p: Any) -> ArrowPath:
         return ArrowPath(qualify(str(p)))
@@ -479,7 +482,7 @@ class ArrowFS:
         q = qualify(str(p))
         if q.startswith("file:"):
             return q[len("file:"):]
-        _, native = _open(q)
+        _, native = _open(q, self._s3_conf)
         return native
 
     def _info(self, p: Any):
@@ -519,11 +522,11 @@ class ArrowFS:
 
     def status_of(self, p: Any) -> list[Status]:
         """``[(path, is_dir, size, mtime)]`` of ``p`` itself, or ``[]`` if it does not exist."""
-        return stat_roots(str(p)) if not _GLOB_CHARS.search(str(p)) else []
+        return stat_roots(str(p), self._s3_conf) if not _GLOB_CHARS.search(str(p)) else []
 
     def glob(self, p: Any) -> list[Status]:
         """Statuses of the paths matching the glob ``p`` (Hadoop's glob syntax)."""
-        return stat_roots(str(p))
+        return stat_roots(str(p), self._s3_conf)
 
     def list_level(self, dirs: Sequence[str]) -> list[Status]:
         """``[(path, is_dir, size, mtime)]`` of the entries of all ``dirs`` (see
@@ -531,7 +534,7 @@ class ArrowFS:
         from pyarrow import fs as pafs
         out: list[Status] = []
         for d in dirs:
-            f, native = _open(d)
+            f, native = _open(d, self._s3_conf)
             qual = d.rstrip("/")
             _ARROW_LISTINGS[0] += 1
             for info in f.get_file_info(pafs.FileSelector(native, recursive=False,
@@ -567,12 +570,12 @@ class ArrowFS:
 
 
 # ---------------------------------------------------------------------- source listing
-def stat_roots(raw: str) -> list[Status]:
+def stat_roots(raw: str, s3_conf: Mapping[str, str] | None = None) -> list[Status]:
     """(path, is_dir, size, mtime ms) of a root path or of every match of a glob pattern."""
     from pyarrow import fs as pafs
     q = qualify(raw)
     if not _GLOB_CHARS.search(q):
-        f, native = _open(q)
+        f, native = _open(q, s3_conf)
         info = f.get_file_info(native)
         if info.type == pafs.FileType.NotFound:
             return []
@@ -583,7 +586,7 @@ def stat_roots(raw: str) -> list[Status]:
     first = next(i for i, s in enumerate(parts) if _GLOB_CHARS.search(s))
     prefix = "/".join(parts[:first])
     pattern = parts[first:]
-    f, native_prefix = _open(prefix)
+    f, native_prefix = _open(prefix, s3_conf)
     out = []
     level = [(native_prefix, prefix)]
     for depth, comp in enumerate(pattern):

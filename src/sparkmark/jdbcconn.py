@@ -211,7 +211,7 @@ class JdbcConnection:
         self.quote_char = '"'
 
     def __enter__(self) -> "JdbcConnection":
-        if is_connect(self._spark):
+        if self._spark is None or is_connect(self._spark):  # no JVM here: a Python driver
             self._link = python_link(self._url, self._props)
         else:
             self._link = _JvmLink(self._spark, self._url, self._props, self._driver)

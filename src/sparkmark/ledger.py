@@ -178,3 +178,45 @@ def with_markers(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     table: ``with_markers(report_rows(store))``."""
     return [dict(r, late_files=m["late_files"] or None, note=m["note"])
             for r, m in ((r, run_markers(r)) for r in rows)]
+
+
+#: per-source fields a run summary keeps from ``config.sources[ctx]`` (when present)
+SUMMARY_SOURCE_FIELDS = ("format", "path", "table", "read", "mode", "files", "bytes",
+                         "new_input", "listing", "list_requests", "late_files", "rewritten",
+                         "deferred", "stopped_by", "lower", "upper", "malformed_records",
+                         "rescued_records", "note")
+
+
+def run_summary(row: dict[str, Any]) -> dict[str, Any]:
+    """A ledger row as a small JSON-ready dict for schedulers (Airflow XCom, Dagster metadata):
+    identity, status and error, counts, the bookmark version before and after, the window and
+    times (epoch ms), and per source what it read (files, bytes, listing, key range, ...).
+
+        run_summary(ledger_rows(store, job="orders", last=1)[0])["bookmark_version_after"]
+    """
+    try:
+        cfg = json.loads(row.get("config") or "{}")
+    except (TypeError, ValueError):
+        cfg = {}
+    sources: dict[str, dict[str, Any]] = {}
+    for ctx, info in sorted(((cfg.get("sources") if isinstance(cfg, dict) else None)
+                             or {}).items()):
+        if isinstance(info, dict):
+            sources[str(ctx)] = {k: info[k] for k in SUMMARY_SOURCE_FIELDS if k in info}
+    markers = run_markers(row)
+    return {
+        "run_id": row.get("run_id"), "job_name": row.get("job_name"),
+        "status": row.get("status"), "error": row.get("error"),
+        "pipeline": row.get("pipeline"), "pipeline_run_id": row.get("pipeline_run_id"),
+        "module_id": row.get("module_id"), "module_name": row.get("module_name"),
+        "layer": row.get("layer"), "run_number": row.get("run_number"),
+        "attempt": row.get("attempt"), "bookmark_option": row.get("bookmark_option"),
+        "bookmark_version_before": row.get("start_version"),
+        "bookmark_version_after": row.get("end_version"),
+        "records_read": row.get("records_read"), "records_written": row.get("records_written"),
+        "files_read": markers["files"], "late_files": markers["late_files"],
+        "note": markers["note"],
+        "from_ts": row.get("from_ts"), "until_ts": row.get("until_ts"),
+        "snapshot_ts": row.get("snapshot_ts"), "run_start_ts": row.get("run_start_ts"),
+        "run_end_ts": row.get("run_end_ts"), "sources": sources,
+    }

@@ -38,7 +38,7 @@ from ..formats import PARSED_FORMATS, READ_FORMATS
 from ..fs import file_system, storage_secrets
 from ..jvm import java_error_text, storage_error_text
 from ..planning.bands import (BandOptions, BandState, FileEntry, excluded, glob_to_regex,
-                              plan_all, plan_band, plan_replay, split_options)
+                              Plan, plan_all, plan_band, plan_replay, split_options)
 from ..planning.latefiles import SAMPLE, LatePlan, SettledSketch, plan_late
 from ..planning.listing import ListingState, choose_listing, margin_for, merge_states, walk
 from ..planning.rewrites import RewritePlan, plan_rewrites
@@ -187,14 +187,16 @@ def _elapsed_ms(t0: float) -> int:
     return int((time.monotonic() - t0) * 1000) + 1
 
 
-def list_inputs(spark: "SparkSession", paths: Sequence[str], opts: BandOptions, *,
+def list_inputs(spark: "SparkSession | None", paths: Sequence[str], opts: BandOptions, *,
                 fast_local: bool = True,
                 decide: Callable[[list[str]], tuple[str, ListingState | None]] | None = None,
-                listing_ts: int = 0) -> Listing:
+                listing_ts: int = 0, fs_for: Callable[[str], Any] | None = None) -> Listing:
     """List the files under ``paths`` with :func:`sparkmark.planning.listing.walk`.
 
     ``decide(roots)`` (given the qualified roots) returns the listing mode (full |
     incremental) and the previous listing state; without it the listing is full.
+    ``fs_for(path)`` opens a path's file system (default: the session's, :func:`file_system`;
+    the Spark-free new-input check passes ``pyarrow``'s).
 
     Example: ``list_inputs(spark, ["data/in"], BandOptions()).entries``
     """
@@ -202,9 +204,14 @@ def list_inputs(spark: "SparkSession", paths: Sequence[str], opts: BandOptions, 
     out = Listing()
     resolved: list[tuple[Any, list[tuple[str, bool, int, int]]]] = []
     list_before: dict[str, tuple[Any, int | None]] = {}  # LIST requests per store, at start
+    if fs_for is None:
+        assert spark is not None, "list_inputs needs a session or fs_for"
+        open_path: Callable[[str], Any] = functools.partial(file_system, spark)
+    else:
+        open_path = fs_for
     for raw in paths:
         try:
-            fs = file_system(spark, raw)
+            fs = open_path(raw)
             qualified = fs.qualify(raw)
         except Exception as e:  # noqa: BLE001 - bad scheme, bad URI
             raise SourceError(f"cannot open input path {mask_url(raw)!r}: {java_error_text(e)}; "
@@ -610,6 +617,30 @@ def read_files(run: RunContext, path: str | Sequence[str], *, format: str = "jso
         what, chosen, spark = f"source {transformation_ctx!r}", tuple(selected), run.spark
         run.add_commit_check(lambda: check_unchanged(spark, chosen, what))
     return df
+
+
+def plan_pending(paths: Sequence[str], previous: BandState | None, listing_ts: int,
+                 opts: BandOptions, fs_for: Callable[[str], Any]) -> tuple[Listing, Plan,
+                                                                     list[FileEntry]]:
+    """What an incremental run started at ``listing_ts`` would read, without Spark: the
+    listing (through ``fs_for``, e.g. ``pyarrow``), the band plan, and the files it selects
+    (late files too where ``lateFiles=read``). Nothing is read or committed.
+
+    Example: ``plan_pending(["file:/in"], None, now_ms, BandOptions(), ArrowFS)[2]``
+    """
+    listing = list_inputs(None, paths, opts, listing_ts=listing_ts, fs_for=fs_for)
+    plan = plan_band(listing.entries, previous, listing_ts, opts)
+    selected = list(plan.selected)
+    sketch = (SettledSketch.from_element(previous.extra.get("late"))
+              if previous is not None else None)
+    late = plan_late(listing.entries, previous.low if previous else None, sketch,
+                     previous.files if previous else {}, plan.selected,
+                     -1 if plan.state.low is None else plan.state.low, full=True,
+                     keep_late=opts.late_files == "warn")
+    extra = set(late.unseen) | (set(late.late) if opts.late_files == "read" else set())
+    if extra:
+        selected = sorted(set(selected) | extra)
+    return listing, plan, selected
 
 
 def _apply_late(mode: str, late: LatePlan, selected: list[FileEntry], info: dict[str, Any],

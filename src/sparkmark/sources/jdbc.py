@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
 
 from ..errors import ConfigError, SourceError
-from ..jdbcconn import JdbcConnection, TableRef, java_message, resolve_driver, spark_url
+from ..jdbcconn import (PYTHON_DRIVERS, JdbcConnection, TableRef, java_message, resolve_driver,
+                        spark_url)
 from ..planning import keyrange as kr
 from ..redact import redact_url
 from ..run import ReadMode, RunContext, SourceBookmark
@@ -160,6 +161,33 @@ def resolve(spark: Any, url: str, table: str, props: dict[str, str], driver: str
             parts = kr.plan_partitions(types[0], low, high, own["numPartitions"],
                                        own["rowsPerPartition"])
     return ResolvedSource(tref, list(keys), list(types), qcols, plan, parts)
+
+
+def plan_pending(url: str, table: str, ctx: str, previous: Any, *,
+                 bookmark_keys: Sequence[str] | None = None, sort_order: str = "asc",
+                 properties: dict[str, Any] | None = None,
+                 options: dict[str, Any] | None = None) -> ResolvedSource:
+    """What an incremental run would read from ``table`` after the committed element
+    ``previous`` (``None``: nothing committed yet), without Spark: the same key resolution and
+    upper-bound query as :func:`read_jdbc`, through a Python driver (PostgreSQL with pg8000,
+    MySQL/MariaDB with PyMySQL). Nothing is read or committed.
+
+    Example: ``plan_pending(url, "emp", "emp_src", element).plan.new_input``
+    """
+    if not isinstance(url, str) or not url.lower().startswith(
+            ("jdbc:postgresql:", "jdbc:mysql:", "jdbc:mariadb:")):
+        raise SourceError(f"checking for new rows without Spark needs a Python driver, and "
+                          f"sparkmark has one for {PYTHON_DRIVERS} only; "
+                          f"{redact_url(str(url))} is neither: schedule the job itself (a run "
+                          "with nothing new ends EMPTY)")
+    if not isinstance(table, str) or not table.strip():
+        raise ConfigError("table must be a non-empty table name (optionally schema.table)")
+    keyopts, rest = kr.resolve_key_options(bookmark_keys, sort_order, options)
+    own, _ = _split_options(rest)
+    own["numPartitions"] = 1  # the check plans no partitions
+    props = {str(k): str(v) for k, v in dict(properties or {}).items()}
+    bm = SourceBookmark(ctx, ReadMode.INCREMENTAL, previous=previous)
+    return resolve(None, url, table, props, "", bm, keyopts, own, ctx=ctx)
 
 
 def reader_properties(props: dict[str, str], spark_opts: dict[str, Any],

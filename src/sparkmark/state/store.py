@@ -761,9 +761,13 @@ class StateStore:
     def list_runs(self, *, job_name: str | None = None, pipeline: str | None = None,
                   module_id: int | None = None, last: int | None = None,
                   statuses: tuple[str, ...] | None = None,
-                  pipeline_run_id: str | None = None) -> list[dict[str, Any]]:
-        """Ledger rows, oldest first (``last`` keeps the newest N)."""
+                  pipeline_run_id: str | None = None,
+                  started_from: int | None = None) -> list[dict[str, Any]]:
+        """Ledger rows, oldest first (``last`` keeps the newest N; ``started_from``: runs that
+        started at or after this epoch ms)."""
         q = select(runs)
+        if started_from is not None:
+            q = q.where(runs.c.run_start_ts >= started_from)
         if job_name is not None:
             q = q.where(runs.c.job_name == job_name)
         if pipeline is not None:
