@@ -325,7 +325,7 @@ def sparkmark_pipeline_assets(pipeline: "Pipeline | str | Path", *, name: str | 
 
     @dg.multi_asset(name=name or f"sparkmark_{_name(p.name)}", specs=specs, check_specs=checks,
                     can_subset=True)
-    def _pipeline_assets(context: dg.AssetExecutionContext) -> Iterator[Any]:
+    def _pipeline_assets(context) -> Iterator[Any]:  # (a string annotation is refused)
         selected = set(context.selected_asset_keys)
         chosen_checks = set(context.selected_asset_check_keys)
         ids = [mid for mid, key in keys.items() if key in selected]
