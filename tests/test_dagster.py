@@ -398,3 +398,23 @@ def test_pipes_subprocess_end_to_end(tmp_path, sqlite_url):
     assert [r["run_id"] for r in rows[:2]] == [m1["run_id"], m2["run_id"]]
     latest = instance.get_latest_materialization_event(dg.AssetKey("pipes_orders"))
     assert latest.asset_materialization.metadata["run_id"].text == m2["run_id"]
+
+
+# ---------------------------------------------------------------------- packaging
+def test_import_sparkmark_does_not_import_dagster_and_the_module_needs_it():
+    import subprocess
+    code = ("import sys, sparkmark, sparkmark.integrations\n"
+            "from sparkmark import Job, Pipeline, Bookmarks\n"
+            "import sparkmark.ledger, sparkmark.cli\n"
+            "assert not [m for m in sys.modules if m.startswith(('dagster', 'sparkmark.integr"
+            "ations.dagster'))], sorted(sys.modules)\n"
+            "sys.modules['dagster'] = None  # as if the extra were not installed\n"
+            "try:\n"
+            "    import sparkmark.integrations.dagster\n"
+            "except ImportError as e:\n"
+            "    print('refused:', e)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "refused: sparkmark.integrations.dagster needs Dagster: pip install " \
+           "'sparkmark[dagster]'" in out.stdout
