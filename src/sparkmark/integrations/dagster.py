@@ -34,7 +34,7 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 
 try:
     import dagster as dg
@@ -171,9 +171,10 @@ def ledger_metadata(row: Mapping[str, Any]) -> dict[str, Any]:
         row = SparkmarkResource(state=url).ledger(job="orders", last=1)[-1]
         dg.MaterializeResult(metadata=ledger_metadata(row))
     """
-    make = {"text": dg.MetadataValue.text, "int": dg.MetadataValue.int,
-            "timestamp": dg.MetadataValue.timestamp, "json": dg.MetadataValue.json,
-            "bool": dg.MetadataValue.bool}
+    mv = dg.MetadataValue
+    make: dict[str, Callable[[Any], Any]] = {"text": mv.text, "int": mv.int,
+                                             "timestamp": mv.timestamp, "json": mv.json,
+                                             "bool": mv.bool}
     return {k: make[kind](value) for k, (kind, value) in _fields(row).items()}
 
 
