@@ -331,7 +331,7 @@ def test_pipeline_from_file(spark, tmp_path, sqlite_url, clock, monkeypatch):
 PIPES_SCRIPT = """
 import sys
 from sparkmark import Job
-from sparkmark.integrations.dagster import report_to_pipes
+from sparkmark.integrations.dagster_pipes import report_to_pipes
 
 state, src, out, mode = sys.argv[1:5]
 ENABLE = {"job_bookmark_option": "job-bookmark-enable"}

@@ -30,9 +30,6 @@ This module needs Dagster: ``import sparkmark`` never imports it.
 """
 from __future__ import annotations
 
-import json
-import os
-import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 
@@ -42,8 +39,10 @@ except ImportError as e:  # pragma: no cover - the extra is not installed
     raise ImportError("sparkmark.integrations.dagster needs Dagster: "
                       "pip install 'sparkmark[dagster]'") from e
 
-from ..ledger import ledger_rows, run_markers
+from ..ledger import ledger_rows
 from ..status import RunStatus
+from .dagster_pipes import (BAD_STATUSES, asset_name, ledger_row, metadata_fields,
+                            report_to_pipes)
 
 if TYPE_CHECKING:
     from ..bookmarks import Bookmarks
@@ -56,19 +55,6 @@ __all__ = ["CHECK_NAME", "SparkmarkResource", "ledger_metadata", "materialize_jo
 
 #: The name of the asset check that fails when a sparkmark run FAILED or was SKIPPED.
 CHECK_NAME = "sparkmark_status"
-_BAD = (RunStatus.FAILED.value, RunStatus.SKIPPED.value)
-_TIMES = (("from", "from_ts"), ("until", "until_ts"), ("snapshot", "snapshot_ts"),
-          ("run_start", "run_start_ts"), ("run_end", "run_end_ts"))
-_TEXT = ("run_id", "status", "job_name", "pipeline", "pipeline_run_id", "module_name", "layer",
-         "bookmark_option")
-_INTS = ("module_id", "run_number", "attempt", "records_read", "records_written",
-         "start_version", "end_version")
-# what a source's report in the ledger config says, kept per source (files and JDBC)
-_SOURCE_KEYS = ("format", "path", "read", "files", "bytes", "new_input", "listing",
-                "listing_reason", "listed", "late_files", "note", "source", "table", "mode",
-                "lower", "upper", "records")
-
-
 # ---------------------------------------------------------------------- the resource
 class SparkmarkResource(dg.ConfigurableResource):
     """The sparkmark state store as a Dagster resource.
@@ -113,47 +99,6 @@ class SparkmarkResource(dg.ConfigurableResource):
 
 
 # ---------------------------------------------------------------------- metadata
-def _config(row: Mapping[str, Any]) -> dict[str, Any]:
-    try:
-        cfg = json.loads(row.get("config") or "{}")
-    except (TypeError, ValueError):
-        return {}
-    return cfg if isinstance(cfg, dict) else {}
-
-
-def _fields(row: Mapping[str, Any]) -> dict[str, tuple[str, Any]]:
-    """The ledger row as ``{name: (type, value)}``, type one of text/int/timestamp/json/bool;
-    ``None`` values are left out."""
-    out: dict[str, tuple[str, Any]] = {}
-    for k in _TEXT:
-        if row.get(k) is not None:
-            out[k] = ("text", str(row[k]))
-    for k in _INTS:
-        if row.get(k) is not None:
-            out[k] = ("int", int(row[k]))
-    for shown, stored in _TIMES:
-        if row.get(stored) is not None:
-            out[shown] = ("timestamp", int(row[stored]) / 1000.0)
-    if row.get("error"):
-        out["error"] = ("text", str(row["error"]))
-    markers = run_markers(dict(row))
-    if markers["files"] is not None:
-        out["files_read"] = ("int", markers["files"])
-    if markers["late_files"] is not None:
-        out["late_files"] = ("int", markers["late_files"])
-    if markers["note"]:
-        out["note"] = ("text", markers["note"])
-    sources = _config(row).get("sources") or {}
-    if isinstance(sources, dict) and sources:
-        summary = {str(ctx): {k: info[k] for k in _SOURCE_KEYS if k in info}
-                   for ctx, info in sorted(sources.items()) if isinstance(info, dict)}
-        out["sources"] = ("json", summary)
-        flags = [bool(s.get("new_input")) for s in summary.values() if "new_input" in s]
-        if flags:
-            out["new_input"] = ("bool", any(flags))
-    return out
-
-
 def ledger_metadata(row: Mapping[str, Any]) -> dict[str, Any]:
     """A ledger row (from :func:`sparkmark.ledger.ledger_rows` / ``sm_runs``) as Dagster
     metadata.
@@ -175,17 +120,7 @@ def ledger_metadata(row: Mapping[str, Any]) -> dict[str, Any]:
     make: dict[str, Callable[[Any], Any]] = {"text": mv.text, "int": mv.int,
                                              "timestamp": mv.timestamp, "json": mv.json,
                                              "bool": mv.bool}
-    return {k: make[kind](value) for k, (kind, value) in _fields(row).items()}
-
-
-def _row_of(job_or_row: "Job | Mapping[str, Any]") -> dict[str, Any]:
-    if isinstance(job_or_row, Mapping):
-        return dict(job_or_row)
-    run_id = job_or_row.run_id
-    if run_id is None:
-        raise ValueError("this Job has not run yet: call it after `with job.run(...)` or "
-                         "job.init(...)/commit()")
-    return job_or_row.store.get_run(run_id)
+    return {k: make[kind](value) for k, (kind, value) in metadata_fields(row).items()}
 
 
 def _failure(row: Mapping[str, Any]) -> dg.Failure:
@@ -199,7 +134,7 @@ def _check_result(row: Mapping[str, Any], check_name: str,
                   asset_key: dg.AssetKey | None = None) -> dg.AssetCheckResult:
     status = str(row.get("status"))
     return dg.AssetCheckResult(
-        passed=status not in _BAD, asset_key=asset_key, check_name=check_name,
+        passed=status not in BAD_STATUSES, asset_key=asset_key, check_name=check_name,
         severity=dg.AssetCheckSeverity.ERROR,
         description=(f"sparkmark run {row.get('run_id')} ended {status}"
                      + (f": {str(row['error']).splitlines()[0][:300]}"
@@ -244,8 +179,8 @@ def materialize_job_result(job_or_row: "Job | Mapping[str, Any]", *,
                           transformation_ctx="sink")
             return materialize_job_result(job, check_name=CHECK_NAME)
     """
-    row = _row_of(job_or_row)
-    if str(row.get("status")) in _BAD:
+    row = ledger_row(job_or_row)
+    if str(row.get("status")) in BAD_STATUSES:
         raise _failure(row)
     checks = [] if check_name is None else [_check_result(
         row, check_name, None if asset_key is None else dg.AssetKey.from_coercible(asset_key))]
@@ -255,11 +190,6 @@ def materialize_job_result(job_or_row: "Job | Mapping[str, Any]", *,
 
 
 # ---------------------------------------------------------------------- pipelines
-def _name(text: str) -> str:
-    out = re.sub(r"[^A-Za-z0-9_]", "_", str(text)).strip("_")
-    return out or "module"
-
-
 def module_asset_key(pipeline: "Pipeline", module_id: int,
                      key_prefix: str | Sequence[str] | None = None) -> dg.AssetKey:
     """The asset key :func:`sparkmark_pipeline_assets` gives a module: its name (characters
@@ -268,8 +198,8 @@ def module_asset_key(pipeline: "Pipeline", module_id: int,
     Example: ``module_asset_key(p, 1004)`` is ``AssetKey(["Bronze_AuditLogs"])``.
     """
     prefix = [key_prefix] if isinstance(key_prefix, str) else list(key_prefix or [])
-    names = [_name(m.name) for m in pipeline.modules.values()]
-    name = _name(pipeline.modules[module_id].name)
+    names = [asset_name(m.name) for m in pipeline.modules.values()]
+    name = asset_name(pipeline.modules[module_id].name)
     if names.count(name) > 1:  # two modules with the same name: the id tells them apart
         name = f"{name}_{module_id}"
     return dg.AssetKey([*prefix, name])
@@ -314,7 +244,7 @@ def sparkmark_pipeline_assets(pipeline: "Pipeline | str | Path", *, name: str | 
         m = p.modules[mid]
         specs.append(dg.AssetSpec(
             key, deps=[keys[d] for d in m.depends_on if d in keys], skippable=True,
-            group_name=_name(p.name if group_by == "pipeline" else m.layer),
+            group_name=asset_name(p.name if group_by == "pipeline" else m.layer),
             description=f"module {mid} ({m.name}, layer {m.layer}) of sparkmark pipeline "
                         f"{p.name}; target {m.target}",
             metadata={"module_id": mid, "layer": m.layer, "target": m.target,
@@ -324,7 +254,7 @@ def sparkmark_pipeline_assets(pipeline: "Pipeline | str | Path", *, name: str | 
             check_name, asset=key,
             description="the module's run did not FAIL and was not SKIPPED"))
 
-    @dg.multi_asset(name=name or f"sparkmark_{_name(p.name)}", specs=specs, check_specs=checks,
+    @dg.multi_asset(name=name or f"sparkmark_{asset_name(p.name)}", specs=specs, check_specs=checks,
                     can_subset=True)
     def _pipeline_assets(context) -> Iterator[Any]:  # (a string annotation is refused)
         selected = set(context.selected_asset_keys)
@@ -342,11 +272,11 @@ def sparkmark_pipeline_assets(pipeline: "Pipeline | str | Path", *, name: str | 
                 row = {"status": result.status, "error": result.error,
                        "module_name": result.module_name, "module_id": result.module_id}
             status = str(row.get("status"))
-            if status in _BAD:
+            if status in BAD_STATUSES:
                 bad.append(f"{result.module_id} ({result.module_name}) {status}")
             check = _check_result(row, check_name, key)
             check_key = dg.AssetCheckKey(key, check_name)
-            if status in _BAD or (status == RunStatus.EMPTY.value and not materialize_empty):
+            if status in BAD_STATUSES or (status == RunStatus.EMPTY.value and not materialize_empty):
                 if check_key in chosen_checks:
                     yield check
                 continue
@@ -361,78 +291,3 @@ def sparkmark_pipeline_assets(pipeline: "Pipeline | str | Path", *, name: str | 
                           "modules": dg.MetadataValue.json(summary.rows)})
 
     return _pipeline_assets
-
-
-# ---------------------------------------------------------------------- Pipes
-def _rows(rows_or_job: Any) -> list[dict[str, Any]]:
-    if isinstance(rows_or_job, Mapping):
-        return [dict(rows_or_job)]
-    if isinstance(rows_or_job, (list, tuple)):
-        return [dict(r) for r in rows_or_job]
-    return [_row_of(rows_or_job)]
-
-
-def report_to_pipes(rows_or_job: Any, *, asset_key: str | Mapping[str, str] | None = None,
-                    check_name: str | None = None) -> bool:
-    """Report sparkmark runs to Dagster when this process was launched by Dagster Pipes
-    (env ``DAGSTER_PIPES_CONTEXT``); a no-op otherwise, and without ``dagster_pipes``.
-
-    ``rows_or_job``: a :class:`~sparkmark.Job` after its run, a ledger row or a list of rows.
-    A run that did not FAIL and was not SKIPPED is reported as an asset materialization with
-    the :func:`ledger_metadata` fields; a FAILED/SKIPPED one is logged as an error and not
-    materialized.  ``check_name``: also report that asset check (passes unless FAILED/SKIPPED).
-    ``asset_key``: the key (a ``/``-separated string), or a mapping from job name or module
-    name to key; default: the launching asset's key for one row, else each row's module name.
-    Returns whether anything was reported.  An open Pipes context is reused; otherwise one is
-    opened and closed here.
-
-    Example (a script that ``PipesSubprocessClient`` launches)::
-
-        with Job(spark).run("orders", ENABLE_ARGS) as job:
-            ...
-        report_to_pipes(job, check_name="sparkmark_status")
-    """
-    try:
-        import dagster_pipes as pipes
-    except ImportError:  # pragma: no cover - dagster-pipes comes with the extra
-        return False
-    is_pipes = getattr(pipes, "is_dagster_pipes_process", None)
-    launched = is_pipes() if callable(is_pipes) else bool(
-        os.environ.get(pipes.DAGSTER_PIPES_CONTEXT_ENV_VAR))
-    if not launched:
-        return False
-    rows = _rows(rows_or_job)
-    opened = not pipes.PipesContext.is_initialized()
-    ctx = pipes.open_dagster_pipes() if opened else pipes.PipesContext.get()
-    try:
-        for row in rows:
-            key = _pipes_key(row, asset_key, single=len(rows) == 1)
-            meta = {k: {"raw_value": v, "type": kind} for k, (kind, v) in _fields(row).items()}
-            status = str(row.get("status"))
-            if status in _BAD:
-                ctx.log.error(f"sparkmark run {row.get('run_id')} of {row.get('job_name')} "
-                              f"ended {status}: {row.get('error') or ''}")
-            else:
-                ctx.report_asset_materialization(metadata=meta, asset_key=key)
-            if check_name is not None:
-                ctx.report_asset_check(check_name, passed=status not in _BAD, severity="ERROR",
-                                       metadata={"run_id": str(row.get("run_id")),
-                                                 "status": status}, asset_key=key)
-    finally:
-        if opened:
-            ctx.close()
-    return True
-
-
-def _pipes_key(row: Mapping[str, Any], asset_key: str | Mapping[str, str] | None,
-               single: bool) -> str | None:
-    if isinstance(asset_key, str):
-        return asset_key
-    if isinstance(asset_key, Mapping):
-        for k in (row.get("job_name"), row.get("module_name"), row.get("module_id")):
-            if k is not None and (k in asset_key or str(k) in asset_key):
-                return asset_key[k] if k in asset_key else asset_key[str(k)]
-        return None
-    if single:
-        return None
-    return _name(row.get("module_name") or row.get("job_name") or "")
