@@ -124,8 +124,10 @@ def read_drift(spark: "SparkSession", fmt: str, files: Sequence[FileEntry], list
         return load(spark, fmt, files, listing, opts, _struct(cols)), plan, dict
     groups = _groups(spark, fmt, files, opts)
     seen_struct: list["StructType"] = []
+    inferred: list["DataFrame"] = []
     for group in groups:  # a file Spark cannot open fails here, named with the way out
-        seen_struct.append(load(spark, fmt, group, listing, permissive, None).schema)
+        inferred.append(load(spark, fmt, group, listing, permissive, None))
+        seen_struct.append(inferred[-1].schema)
     seen = merge_seen([fields_of(s) or [] for s in seen_struct])
     plan = plan_drift(fields_of(base_known), seen, mode)
     if plan.fails:
@@ -139,8 +141,9 @@ def read_drift(spark: "SparkSession", fmt: str, files: Sequence[FileEntry], list
         for f in base_known.fields:
             types[f.name.lower()] = f.dataType
     frames = []
-    for group, s in zip(groups, seen_struct):
-        frames.append(_read_group(spark, fmt, group, listing, permissive, s, plan, types, load))
+    for group, s, pre in zip(groups, seen_struct, inferred):
+        frames.append(_read_group(spark, fmt, group, listing, permissive, s, plan, types, load,
+                                  pre))
     df = frames[0]
     for other in frames[1:]:
         df = df.unionByName(other)
@@ -153,9 +156,14 @@ def read_drift(spark: "SparkSession", fmt: str, files: Sequence[FileEntry], list
 
 def _read_group(spark: "SparkSession", fmt: str, group: Sequence[FileEntry], listing: Any,
                 permissive: dict[str, str], seen: "StructType", plan: DriftPlan,
-                types: dict[str, Any], load: Callable[..., "DataFrame"]) -> "DataFrame":
+                types: dict[str, Any], load: Callable[..., "DataFrame"],
+                inferred: "DataFrame | None" = None) -> "DataFrame":
     """One group's rows: the planned columns typed, the extra ones rescued, the raw record
-    re-read where Spark could not convert a value."""
+    re-read where Spark could not convert a value.
+
+    JSON whose inferred columns are exactly the ones to read (the common case: no drift) reuses
+    the inference's DataFrame instead of loading the files again under the same schema (on an
+    object store that second load costs a status request or two per file)."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import StringType
     typed = {n.lower(): n for n, _ in plan.columns}
@@ -170,7 +178,11 @@ def _read_group(spark: "SparkSession", fmt: str, group: Sequence[FileEntry], lis
     opts = dict(permissive)
     if fmt == "csv":
         opts["enforceSchema"] = "true"
-    df = load(spark, fmt, group, listing, opts, schema)
+    if fmt == "json" and inferred is not None and _same_columns(seen, read_cols):
+        df = inferred if CORRUPT in inferred.columns else inferred.withColumn(
+            CORRUPT, F.lit(None).cast(StringType()))
+    else:
+        df = load(spark, fmt, group, listing, opts, schema)
     have = {c.lower(): c for c in df.columns}
     raw = F.col(CORRUPT)
     if fmt == "json":
@@ -222,6 +234,15 @@ def _read_group(spark: "SparkSession", fmt: str, group: Sequence[FileEntry], lis
         else:
             cols.append(F.lit(None).cast(types[n.lower()]).alias(n))
     return df.select(*cols, raw.alias(CORRUPT), rescued.alias(RESCUED))
+
+
+def _same_columns(seen: "StructType", read_cols: Sequence[tuple[str, Any]]) -> bool:
+    """Whether an inferred schema (less the corrupt-record column) has exactly ``read_cols``:
+    the same names, each once (case-insensitively), with the same types."""
+    fields = [(f.name, f.dataType) for f in seen.fields if f.name != CORRUPT]
+    names = [n.lower() for n, _ in fields]
+    return (len(set(names)) == len(names) == len(read_cols)
+            and {n: t for n, t in fields} == dict(read_cols))
 
 
 def _partition_names(listing: Any, group: Sequence[FileEntry], seen: "StructType",
