@@ -580,10 +580,10 @@ def _purge(glue: GlueContext, raw_paths: list[str], options: Any, call: str) -> 
     path_map = paths.load_path_map()
     spark = glue.spark_session
     from ..fs import is_connect
-    if is_connect(spark):
-        raise GlueUnsupportedError(f"{call} over Spark Connect: it deletes through the JVM's "
-                                   "file systems; run it from a classic session (or delete with "
-                                   "the object store's own tools)")
+    if is_connect(spark):  # no JVM here: list and delete through pyarrow (sparkmark.fs)
+        gone = _purge_without_jvm(spark, raw_paths, path_map, cutoff, call)
+        logging.getLogger("sparkmark.glue").info("%s: deleted %d file(s)", call, len(gone))
+        return gone
     jvm: Any = spark.sparkContext._jvm
     conf = spark.sparkContext._jsc.hadoopConfiguration()
     deleted: list[str] = []
@@ -612,6 +612,49 @@ def _purge(glue: GlueContext, raw_paths: list[str], options: Any, call: str) -> 
                 fs.delete(p, False)
                 deleted.append(p.toString())
     logging.getLogger("sparkmark.glue").info("%s: deleted %d file(s)", call, len(deleted))
+    return deleted
+
+
+def _purge_without_jvm(spark: Any, raw_paths: list[str], path_map: list, cutoff: int,
+                       call: str) -> list[str]:
+    """``purge_*`` over Spark Connect: the client lists and deletes through the file system
+    sparkmark opens for the session (``pyarrow``: the Connect server's S3 endpoint and keys),
+    level by level; a run's staged output is spared, a root refused, as on classic sessions."""
+    from ..fs import file_system
+    deleted: list[str] = []
+    for raw in raw_paths:
+        target = _purge_target(raw, path_map, call)
+        try:
+            fs = file_system(spark, target)
+            qualified = str(fs.qualify(target))
+        except (OSError, ValueError) as e:
+            raise ConfigError(f"{call}: cannot open {raw!r}: {e}") from None
+        if _is_root_spelling(qualified):
+            raise ConfigError(f"{call}: refusing to purge {target!r}, a file-system root")
+        if qualified.startswith("file:"):
+            deleted += _purge_local(qualified[len("file:"):], qualified,
+                                    paths.mapped_root(raw, path_map), cutoff, call, raw)
+            continue
+        found = fs.status_of(qualified)
+        if not found:
+            continue
+        level: list[str] = []
+        for path, is_dir, _size, mtime in found:
+            if is_dir:
+                level.append(path)
+            elif mtime < cutoff:
+                fs.delete(path)
+                deleted.append(path)
+        while level:
+            below: list[str] = []
+            for path, is_dir, _size, mtime in fs.list_level(level):
+                if is_dir:
+                    if path.rstrip("/").rsplit("/", 1)[-1] != "_sparkmark_staging":
+                        below.append(path)
+                elif mtime < cutoff:
+                    fs.delete(path)
+                    deleted.append(path)
+            level = below
     return deleted
 
 
