@@ -1,7 +1,7 @@
 """Fault schedules: random sequences of crashes, store outages, racing drivers, clock jumps and
 late input over one bookmarked job, each followed by recovery and a check against a model.
 
-    python benchmarks/chaos.py --schedules 20 --seed 1          # 20 schedules of 6 steps
+    python benchmarks/chaos.py --schedules 20 --seed 1          # 20 schedules of 5 steps
     python benchmarks/chaos.py --schedules 5 --steps 4
     python benchmarks/chaos.py --seed 7 --replay '[{"kind": "kill", ...}]'   # one schedule
 
@@ -354,8 +354,9 @@ def replay_command(seed: int, steps: list[dict]) -> str:
             f"--replay '{json.dumps(steps, separators=(',', ':'))}'")
 
 
-def run_chaos(schedules: int, seed: int, steps: int = 6, *, replay: list[dict] | None = None,
-              force_kinds: bool = False, do_shrink: bool = True, log=print) -> dict:
+def run_chaos(schedules: int, seed: int, steps: int = 5, *, replay: list[dict] | None = None,
+              force_kinds: bool = False, do_shrink: bool = True, shrink_budget: int = 4,
+              log=print) -> dict:
     """Run the schedules; returns the report (also what chaos.json holds).
 
     ``force_kinds``: the first steps of the run, across schedules, are one of each kind (so a
@@ -392,7 +393,7 @@ def run_chaos(schedules: int, seed: int, steps: int = 6, *, replay: list[dict] |
             records += getattr(sch, "records", 0)
             if sch.problems:
                 log(f"  VIOLATION: {sch.problems}")
-                short = shrink(pg, plan, s, log=log) if do_shrink else plan
+                short = shrink(pg, plan, s, log=log, budget=shrink_budget) if do_shrink else plan
                 v = {"seed": s, "schedule": plan, "problems": sch.problems,
                      "shortest": short, "replay": replay_command(s, short),
                      "errors": sch.errors}
@@ -431,9 +432,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--schedules", type=int, default=5)
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--steps", type=int, default=6)
+    ap.add_argument("--steps", type=int, default=5)
     ap.add_argument("--replay", help="run one schedule: a JSON list of steps")
     ap.add_argument("--no-shrink", action="store_true")
+    ap.add_argument("--shrink-budget", type=int, default=4,
+                    help="most schedules re-run to shrink one failing schedule")
     ap.add_argument("--json", default=str(ROOT / "benchmarks" / "results" / "chaos.json"))
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     for hidden in ("--state", "--input", "--target", "--gate"):
@@ -443,7 +446,7 @@ def main() -> None:
         return worker(a)
     report = run_chaos(a.schedules, a.seed, a.steps,
                        replay=json.loads(a.replay) if a.replay else None,
-                       do_shrink=not a.no_shrink)
+                       do_shrink=not a.no_shrink, shrink_budget=a.shrink_budget)
     print_table(report)
     for v in report["violations"]:
         print(f"VIOLATION seed={v['seed']}: {v['problems']}")
