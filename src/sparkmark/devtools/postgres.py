@@ -53,6 +53,32 @@ class PostgresServer:
         return subprocess.run([str(self.bin_path / exe), *args], check=True,
                               capture_output=True, text=True, cwd="/", **kwargs, **kw)
 
+    def stop_server(self) -> None:
+        """Stop the server at once (``pg_ctl -m immediate``: like a crash), keeping its data."""
+        self.run_tool("pg_ctl", ["-D", str(self.root / "data"), "-m", "immediate", "-w",
+                                 "stop"], timeout=30)
+
+    def start_server(self) -> None:
+        """Start the server (again) on its data folder and port; wait until it accepts TCP."""
+        self.run_tool("pg_ctl", ["-D", str(self.root / "data"), "-w", "-t", "60",
+                                 "-l", str(self.root / "log"),
+                                 "-o", f"-h 127.0.0.1 -p {self.port} -k {self.root} -c fsync=off "
+                                       "-c max_connections=200 -c log_statement=all",
+                                 "start"], timeout=90)
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=1):
+                    return
+            except OSError:
+                time.sleep(0.2)
+        raise RuntimeError("PostgreSQL did not start; see " + str(self.root / "log"))
+
+    def restart(self) -> None:
+        """An immediate stop, then a start on the same port (crash recovery runs on start)."""
+        self.stop_server()
+        self.start_server()
+
     def stop(self) -> None:
         try:
             self.run_tool("pg_ctl", ["-D", str(self.root / "data"), "-m", "immediate", "stop"],
@@ -81,16 +107,9 @@ def start_postgres() -> PostgresServer:
     server = PostgresServer(root=root, port=_free_port(), user=user, bin_path=POSTGRES_BIN_PATH)
     data = root / "data"
     server.run_tool("initdb", ["-D", str(data), "--auth=trust", "--encoding=utf8", "-U", "postgres"])
-    server.run_tool("pg_ctl", ["-D", str(data), "-w", "-t", "60", "-l", str(root / "log"),
-                           "-o", f"-h 127.0.0.1 -p {server.port} -k {root} -c fsync=off "
-                                 "-c max_connections=200 -c log_statement=all",
-                           "start"], timeout=90)
-    deadline = time.time() + 30
-    while time.time() < deadline:
-        try:
-            with socket.create_connection(("127.0.0.1", server.port), timeout=1):
-                return server
-        except OSError:
-            time.sleep(0.2)
-    server.stop()
-    raise RuntimeError("PostgreSQL did not start; see " + str(root / "log"))
+    try:
+        server.start_server()
+    except Exception:
+        server.stop()
+        raise
+    return server

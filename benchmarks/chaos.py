@@ -1,0 +1,461 @@
+"""Fault schedules: random sequences of crashes, store outages, racing drivers, clock jumps and
+late input over one bookmarked job, each followed by recovery and a check against a model.
+
+    python benchmarks/chaos.py --schedules 20 --seed 1          # 20 schedules of 5 steps
+    python benchmarks/chaos.py --schedules 5 --steps 4
+    python benchmarks/chaos.py --seed 7 --replay '[{"kind": "kill", ...}]'   # one schedule
+
+One job (JSON files -> parquet files on local disk) keeps its state in a real PostgreSQL server
+(started once per chaos run; a fresh database and fresh folders per schedule).  A schedule is K
+steps drawn with ``random.Random(seed + i)``; before each step new input files arrive (unique
+record ids).  The step kinds:
+
+* ``run``: the job runs to completion in a child process;
+* ``kill``: the job's process group gets SIGKILL at a random moment of a random phase (read,
+  write, between write and commit, inside commit: benchmarks/crash.py's markers);
+* ``store_down``: PostgreSQL is stopped (``-m immediate``) at a random moment of the run and
+  started again; the run must fail cleanly or succeed, never half-commit;
+* ``racing``: two drivers start the job at the same instant; exactly one may run, the other
+  must be refused with ``ConcurrentRunError``;
+* ``clock``: the run's clock is real time jumped forward or back by minutes;
+* ``input``: new input files arrive while the run is in progress (from a thread).
+
+After each schedule the job runs to completion twice (recovery); then every input record id
+must be in the target exactly once, the last run must be EMPTY, no staging output may be left,
+every ledger row must be terminal (none RUNNING), the SUCCEEDED rows' records_written must add
+up to the records in the target, and a run whose ``commit()`` returned must be SUCCEEDED/EMPTY.
+A failing schedule is shrunk (steps removed one at a time while it still fails) and printed as
+a one-line ``--replay`` command.  Prints a table; writes benchmarks/results/chaos.json.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from crash import PHASES, Trial  # noqa: E402  (benchmarks/crash.py: markers, worker process)
+
+JOB = "chaos-job"
+KINDS = ("run", "kill", "store_down", "racing", "clock", "input")
+TERMINAL = {"SUCCEEDED", "EMPTY", "FAILED", "ROLLED_BACK"}
+#: how long one worker may take before the harness calls it hung (seconds)
+WORKER_TIMEOUT = float(os.environ.get("SPARKMARK_CHAOS_WORKER_TIMEOUT", "240"))
+
+
+# ---------------------------------------------------------------------------- the job
+def worker(a: argparse.Namespace) -> None:
+    from sparkmark import ConcurrentRunError, Job
+    from sparkmark.clock import system_clock
+    from sparkmark.spark import local_session
+
+    def mark(m: str) -> None:
+        print(m, flush=True)
+
+    offset = int(os.environ.get("SPARKMARK_CHAOS_CLOCK_MS") or 0)
+    spark = local_session("chaos-worker", cores=1)
+    mark("ready")
+    if a.gate:  # racing drivers: both wait here until the harness opens the gate
+        end = time.time() + 120
+        while not os.path.exists(a.gate) and time.time() < end:
+            time.sleep(0.005)
+    job = Job(spark, state=a.state,
+              clock=(lambda: system_clock() + offset) if offset else None)
+    try:
+        job.init(JOB, ["--job-bookmark-option", "job-bookmark-enable"])
+    except ConcurrentRunError as e:
+        mark("REFUSED " + str(e).splitlines()[0][:300])
+        sys.exit(3)
+    except Exception as e:  # noqa: BLE001 - reported to the harness
+        mark(f"ERROR init {type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}")
+        sys.exit(2)
+    mark("RUN " + str(job.run_id))
+    try:
+        mark("before-read")
+        df = job.read.files(a.input, format="json", transformation_ctx="src",
+                            options={"schema": "id STRING, v LONG"})
+        mark("before-write")
+        job.write(df, a.target, format="parquet", transformation_ctx="sink")
+        mark("before-commit")
+        mark("in-commit")
+        job.commit()
+        mark("done")
+    except Exception as e:  # noqa: BLE001 - reported to the harness
+        text = str(e).splitlines()[0][:300] if str(e) else ""
+        mark(f"ERROR run {type(e).__name__}: {text}")
+        try:
+            job.fail(e)
+        except Exception:  # noqa: BLE001 - the store may be down: the lease is taken over later
+            pass
+        sys.exit(2)
+    try:
+        last = job.store.get_run(job.run_id)
+        print("RESULT " + json.dumps({"status": last["status"],
+                                      "records_written": last["records_written"]}), flush=True)
+    except Exception as e:  # noqa: BLE001 - committed; only the report failed
+        mark(f"ERROR report {type(e).__name__}")
+
+
+# ---------------------------------------------------------------------------- schedules
+def draw_step(rng: random.Random, kind: str | None = None) -> dict:
+    """One step with all its random choices, so that a schedule replays from its JSON."""
+    kind = kind or rng.choice(KINDS)
+    step: dict = {"kind": kind, "seed": rng.randrange(1 << 30)}
+    if kind == "kill":
+        step["phase"] = rng.choice(list(PHASES))
+        step["delay"] = round(rng.uniform(0, PHASES[step["phase"]][1]), 3)
+    elif kind == "store_down":
+        step["phase"] = rng.choice(list(PHASES))
+        step["delay"] = round(rng.uniform(0, PHASES[step["phase"]][1]), 3)
+        step["down_s"] = round(rng.uniform(0.2, 3.0), 2)
+    elif kind == "clock":
+        step["offset_min"] = rng.choice([-1, 1]) * rng.randint(1, 30)
+    elif kind == "input":
+        step["bursts"] = [round(rng.uniform(0, 3.0), 2) for _ in range(rng.randint(1, 3))]
+    return step
+
+
+def draw_schedule(seed: int, steps: int) -> list[dict]:
+    rng = random.Random(seed)
+    return [draw_step(rng) for _ in range(steps)]
+
+
+class Inputs:
+    """New input files with unique record ids (thread-safe; temporary files are hidden)."""
+
+    def __init__(self, folder: Path):
+        self.folder, self.files, self.expected = folder, 0, []
+        self.lock = threading.Lock()
+
+    def add(self, rng: random.Random, most: int = 3) -> int:
+        n = rng.randint(0, most)
+        for _ in range(n):
+            with self.lock:
+                self.files += 1
+                name = self.folder / f"part={self.files % 3}" / f"orders-{self.files:05d}.json"
+                recs = []
+                for _ in range(rng.randint(1, 20)):
+                    rid = f"r{len(self.expected):06d}"
+                    self.expected.append(rid)
+                    recs.append(json.dumps({"id": rid, "v": len(self.expected)}))
+            name.parent.mkdir(parents=True, exist_ok=True)
+            tmp = name.parent / f".{name.name}.tmp"  # hidden: a listing never sees it
+            tmp.write_text("\n".join(recs) + "\n")
+            os.replace(tmp, name)
+        return n
+
+
+class Schedule:
+    """Runs one schedule's steps against a fresh database and folders."""
+
+    def __init__(self, pg, db: str, workdir: Path, log=print):
+        self.pg, self.log = pg, log
+        self.state = pg.create_database(db)
+        self.input, self.target = workdir / "input", workdir / "target"
+        self.input.mkdir(parents=True)
+        self.workdir = workdir
+        self.inputs = Inputs(self.input)
+        self.base = [sys.executable, __file__, "--state", self.state, "--input", str(self.input),
+                     "--target", str(self.target)]
+        self.env = dict(os.environ, PYTHONPATH=str(ROOT / "src"), SPARKMARK_LEASE_SECONDS="30")
+        self.env.pop("SPARKMARK_CHAOS_CLOCK_MS", None)
+        self.outcomes: Counter = Counter()     # (kind, outcome) -> count
+        self.committed: list[str] = []         # run ids whose commit() returned
+        self.problems: list[str] = []
+        self.errors: list[str] = []
+
+    # -- workers
+    def start(self, extra_env: dict | None = None, gate: str | None = None) -> Trial:
+        cmd = self.base + ["--worker"] + (["--gate", gate] if gate else [])
+        return Trial(cmd, dict(self.env, **(extra_env or {})))
+
+    def finish(self, t: Trial, kind: str) -> str:
+        try:
+            t.proc.wait(WORKER_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            t.kill()
+            t.proc.wait(30)
+            self.problems.append(f"{kind}: a worker hung for {WORKER_TIMEOUT:.0f} s; last "
+                                 f"lines {t.lines[-3:]}")
+            return "hung"
+        time.sleep(0.05)
+        for line in t.lines:
+            if line.startswith("RUN ") and "done" in t.seen:
+                self.committed.append(line[4:])
+        if "done" in t.seen:
+            return "completed"
+        if any(x.startswith("REFUSED") for x in t.seen):
+            return "refused"
+        err = next((x for x in t.lines if x.startswith("ERROR ")), None)
+        if err:
+            self.errors.append(f"{kind}: {err[6:]}")
+            return "failed"
+        return "killed" if t.proc.returncode in (-9, 137) else "failed"
+
+    def step(self, s: dict) -> None:
+        rng = random.Random(s["seed"])
+        self.inputs.add(rng)
+        kind = s["kind"]
+        if kind == "run":
+            outcome = self.finish(self.start(), kind)
+        elif kind == "kill":
+            t = self.start()
+            if t.wait_for(PHASES[s["phase"]][0]):
+                time.sleep(s["delay"])
+            t.kill()
+            outcome = self.finish(t, kind)
+        elif kind == "store_down":
+            t = self.start()
+            if t.wait_for(PHASES[s["phase"]][0]):
+                time.sleep(s["delay"])
+            self.pg.stop_server()
+            time.sleep(s["down_s"])
+            self.pg.start_server()
+            outcome = self.finish(t, kind)
+        elif kind == "racing":
+            gate = str(self.workdir / f"gate-{s['seed']}")
+            ts = [self.start(gate=gate) for _ in range(2)]
+            for t in ts:
+                t.wait_for("ready")
+            Path(gate).touch()
+            outs = sorted(self.finish(t, kind) for t in ts)
+            ran = sum(any(x.startswith("RUN ") for x in t.seen) for t in ts)
+            if ran != 1:
+                self.problems.append(f"racing: {ran} of 2 drivers ran (outcomes {outs}); "
+                                     f"expected exactly one, the other refused")
+            outcome = "+".join(outs)
+        elif kind == "clock":
+            env = {"SPARKMARK_CHAOS_CLOCK_MS": str(s["offset_min"] * 60_000)}
+            outcome = self.finish(self.start(env), kind)
+        elif kind == "input":
+            t = self.start()
+
+            def arrive() -> None:
+                t.wait_for("before-read")
+                for delay in s["bursts"]:
+                    time.sleep(delay)
+                    self.inputs.add(rng, most=2)
+
+            th = threading.Thread(target=arrive)
+            th.start()
+            outcome = self.finish(t, kind)
+            th.join()
+        else:
+            raise ValueError(f"unknown step kind {kind!r}")
+        self.outcomes[(kind, outcome)] += 1
+        self.log(f"    {kind:<10} -> {outcome}")
+
+    # -- recovery and the model
+    def recover_and_check(self) -> list[str]:
+        results = []
+        for i in range(2):
+            t = self.start()
+            self.finish(t, "recovery")
+            res = [json.loads(x[7:]) for x in t.lines if x.startswith("RESULT ")]
+            if not res:
+                self.problems.append(f"recovery run {i + 1} did not complete: {t.lines[-3:]}")
+                return self.problems
+            results.append(res[0])
+        if results[-1]["status"] != "EMPTY" or results[-1]["records_written"]:
+            self.problems.append(f"the last recovery run found new input: {results[-1]}")
+        ids = read_ids(self.target)
+        counts = Counter(ids)
+        expected = set(self.inputs.expected)
+        dupes = sorted(r for r, c in counts.items() if c > 1)
+        missing = sorted(expected - set(counts))
+        unexpected = sorted(set(counts) - expected)
+        for what, got in (("duplicated", dupes), ("missing", missing),
+                          ("unexpected", unexpected)):
+            if got:
+                self.problems.append(f"{len(got)} record ids {what} in the target: {got[:5]}")
+        if (self.target / "_sparkmark_staging").exists():
+            self.problems.append("staging output left in the target (_sparkmark_staging)")
+        rows = ledger_rows(self.state)
+        bad = [(r["run_id"], r["status"]) for r in rows if r["status"] not in TERMINAL]
+        if bad:
+            self.problems.append(f"ledger rows not terminal after recovery: {bad}")
+        written = sum(r["records_written"] or 0 for r in rows if r["status"] == "SUCCEEDED")
+        if written != len(counts):
+            self.problems.append(f"records_written over SUCCEEDED rows is {written}, the target "
+                                 f"holds {len(counts)} distinct ids")
+        status = {r["run_id"]: r["status"] for r in rows}
+        lost = [(r, status.get(r)) for r in self.committed
+                if status.get(r) not in ("SUCCEEDED", "EMPTY")]
+        if lost:
+            self.problems.append(f"commit() returned but the ledger says otherwise: {lost}")
+        self.records = len(expected)
+        self.ledger = Counter(r["status"] for r in rows)
+        return self.problems
+
+
+def read_ids(target: Path) -> list[str]:
+    """The record ids in a parquet target, with multiplicity (pyarrow skips ``_``/``.`` names:
+    the staging folder and markers)."""
+    import pyarrow.dataset as ds
+    if not target.is_dir() or not any(not n.startswith(("_", ".")) for n in os.listdir(target)):
+        return []
+    return ds.dataset(str(target), format="parquet").to_table(columns=["id"])["id"].to_pylist()
+
+
+def ledger_rows(state_url: str) -> list[dict]:
+    import sqlalchemy as sa
+    engine = sa.create_engine(state_url)
+    try:
+        with engine.connect() as c:
+            q = sa.text("SELECT run_id, status, records_written, publish_state FROM sm_runs "
+                        "WHERE job_name = :j ORDER BY run_start_ts")
+            return [dict(r._mapping) for r in c.execute(q, {"j": JOB})]
+    finally:
+        engine.dispose()
+
+
+# ---------------------------------------------------------------------------- the harness
+_db_counter = [0]
+
+
+def run_schedule(pg, steps: list[dict], seed: int, log=print) -> Schedule:
+    _db_counter[0] += 1
+    with tempfile.TemporaryDirectory(prefix="sparkmark-chaos-") as d:
+        sch = Schedule(pg, f"chaos_{os.getpid()}_{_db_counter[0]}", Path(d), log=log)
+        for s in steps:
+            sch.step(s)
+        sch.recover_and_check()
+    return sch
+
+
+def shrink(pg, steps: list[dict], seed: int, log=print, budget: int = 8) -> list[dict]:
+    """Greedy: drop one step at a time while the schedule still fails (at most ``budget``
+    tries: every try is a whole schedule)."""
+    i, tries = 0, 0
+    while i < len(steps) and tries < budget and len(steps) > 1:
+        trial = steps[:i] + steps[i + 1:]
+        tries += 1
+        log(f"  shrinking: without step {i + 1} ({steps[i]['kind']})")
+        if run_schedule(pg, trial, seed, log=lambda *_: None).problems:
+            steps = trial
+        else:
+            i += 1
+    return steps
+
+
+def replay_command(seed: int, steps: list[dict]) -> str:
+    return (f"python benchmarks/chaos.py --seed {seed} "
+            f"--replay '{json.dumps(steps, separators=(',', ':'))}'")
+
+
+def run_chaos(schedules: int, seed: int, steps: int = 5, *, replay: list[dict] | None = None,
+              force_kinds: bool = False, do_shrink: bool = True, shrink_budget: int = 4,
+              log=print) -> dict:
+    """Run the schedules; returns the report (also what chaos.json holds).
+
+    ``force_kinds``: the first steps of the run, across schedules, are one of each kind (so a
+    small run injects every fault); the rest are drawn at random."""
+    from sparkmark.devtools.postgres import start_postgres
+
+    started = time.time()
+    faults: Counter = Counter()
+    outcomes: Counter = Counter()
+    ledger: Counter = Counter()
+    violations: list[dict] = []
+    plans = []
+    if replay is not None:
+        plans.append((seed, replay))
+    else:
+        forced = list(KINDS) if force_kinds else []
+        for i in range(schedules):
+            plan = draw_schedule(seed + i, steps)
+            rng = random.Random(seed + i)
+            for j in range(len(plan)):
+                if forced:
+                    plan[j] = draw_step(rng, forced.pop(0))
+            plans.append((seed + i, plan))
+    records = 0
+    pg = start_postgres()
+    try:
+        for n, (s, plan) in enumerate(plans, 1):
+            log(f"schedule {n}/{len(plans)} seed={s}: {[p['kind'] for p in plan]}")
+            sch = run_schedule(pg, plan, s, log=log)
+            for p in plan:
+                faults[p["kind"]] += 1
+            outcomes.update(sch.outcomes)
+            ledger.update(getattr(sch, "ledger", {}))
+            records += getattr(sch, "records", 0)
+            if sch.problems:
+                log(f"  VIOLATION: {sch.problems}")
+                short = shrink(pg, plan, s, log=log, budget=shrink_budget) if do_shrink else plan
+                v = {"seed": s, "schedule": plan, "problems": sch.problems,
+                     "shortest": short, "replay": replay_command(s, short),
+                     "errors": sch.errors}
+                violations.append(v)
+                log(f"  reproduce: {v['replay']}")
+            elif sch.errors:
+                log(f"  (clean failures: {sch.errors})")
+    finally:
+        pg.stop()
+    table = {}
+    for (kind, outcome), c in outcomes.items():
+        table.setdefault(kind, Counter())[outcome] += c
+    return {"schedules": len(plans), "steps": steps, "seed": seed, "faults": dict(faults),
+            "outcomes": {k: dict(v) for k, v in sorted(table.items())},
+            "ledger_statuses": dict(ledger), "source_records": records,
+            "violations": violations, "elapsed_s": round(time.time() - started, 1)}
+
+
+def print_table(report: dict) -> None:
+    cols = ("completed", "failed", "killed", "refused", "hung")
+    print(f"{'fault':<11}{'injected':>9}" + "".join(f"{c:>10}" for c in cols) + "  other")
+    for kind in KINDS:
+        outs = Counter()
+        other = Counter()
+        for o, c in report["outcomes"].get(kind, {}).items():
+            for part in o.split("+"):
+                (outs if part in cols else other)[part] += c
+        print(f"{kind:<11}{report['faults'].get(kind, 0):>9}"
+              + "".join(f"{outs[c]:>10}" for c in cols) + f"  {dict(other) or ''}")
+    print(f"schedules={report['schedules']} source_records={report['source_records']} "
+          f"ledger={report['ledger_statuses']} violations={len(report['violations'])} "
+          f"elapsed_s={report['elapsed_s']}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--schedules", type=int, default=5)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--steps", type=int, default=5)
+    ap.add_argument("--replay", help="run one schedule: a JSON list of steps")
+    ap.add_argument("--no-shrink", action="store_true")
+    ap.add_argument("--shrink-budget", type=int, default=4,
+                    help="most schedules re-run to shrink one failing schedule")
+    ap.add_argument("--json", default=str(ROOT / "benchmarks" / "results" / "chaos.json"))
+    ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    for hidden in ("--state", "--input", "--target", "--gate"):
+        ap.add_argument(hidden, help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if a.worker:
+        return worker(a)
+    report = run_chaos(a.schedules, a.seed, a.steps,
+                       replay=json.loads(a.replay) if a.replay else None,
+                       do_shrink=not a.no_shrink, shrink_budget=a.shrink_budget)
+    print_table(report)
+    for v in report["violations"]:
+        print(f"VIOLATION seed={v['seed']}: {v['problems']}")
+        print(f"  shortest failing schedule: {v['replay']}")
+    Path(a.json).parent.mkdir(parents=True, exist_ok=True)
+    Path(a.json).write_text(json.dumps(report, indent=2))
+    print(f"wrote {a.json}")
+    sys.exit(1 if report["violations"] else 0)
+
+
+if __name__ == "__main__":
+    main()
