@@ -135,3 +135,21 @@ def test_taken_over_run_cannot_commit(state_url, clock):
     with pytest.raises(BookmarkConflictError, match="no longer holds the job's lease"):
         old.commit()
     new.commit()
+
+
+def test_first_runs_racing_on_postgresql_is_a_concurrent_run_not_corruption(pg_url, clock):
+    """Found by benchmarks/chaos.py (racing drivers on a fresh store): the loser read no job row,
+    then, under READ COMMITTED, saw the winner's run row and called the store corrupt. The
+    interleaving is replayed here with two connections."""
+    from sparkmark.state import open_store
+    store = open_store(pg_url)
+    with store.engine.begin() as loser:
+        assert store._job_row(loser, "raced", lock=True) is None   # no job yet
+        store.begin_run("raced", run_id="a" * 32, option=ENABLE, now=clock(),  # the winner
+                        snapshot_ts=clock(), lease_ms=120_000, pid=os.getpid())
+        with pytest.raises(Exception) as caught:  # the loser's next reads see its commit
+            store._refuse_orphans(loser, "raced")
+        assert type(caught.value).__name__ == "_FirstRunRaced"  # retried, not "corrupt"
+    with pytest.raises(ConcurrentRunError):  # the retry sees the winner's live lease
+        store.begin_run("raced", run_id="b" * 32, option=ENABLE, now=clock(),
+                        snapshot_ts=clock(), lease_ms=120_000, pid=os.getpid() + 1)

@@ -78,6 +78,11 @@ class BookmarkVersion:
         }
 
 
+class _FirstRunRaced(Exception):
+    """Two first runs of a new job raced: the job's row appeared while ours was being made
+    (``begin_run`` tries again, and then sees the other run's lease)."""
+
+
 _ENGINES: dict[str, tuple[Engine, Any]] = {}
 _ENGINES_LOCK = threading.Lock()
 
@@ -422,7 +427,7 @@ class StateStore:
                     return self._begin_run(job_name, run_id=run_id, option=option, now=now,
                                            snapshot_ts=snapshot_ts, lease_ms=lease_ms, pid=pid,
                                            host=host, ledger=ledger or {})
-                except IntegrityError:
+                except (IntegrityError, _FirstRunRaced):
                     if attempt == 2:  # two first runs of a new job raced on its row
                         raise
         raise AssertionError("unreachable")
@@ -700,6 +705,11 @@ class StateStore:
             versions.c.job_name == job_name)).scalar() or 0
         n_runs = conn.execute(select(sa.func.count()).select_from(runs).where(
             runs.c.job_name == job_name)).scalar() or 0
+        if (n_versions or n_runs) and conn.execute(
+                select(jobs.c.job_name).where(jobs.c.job_name == job_name)).first() is not None:
+            # not lost: another driver created the job between our two reads (the first runs of
+            # a new job raced; READ COMMITTED shows its commit to our later statements)
+            raise _FirstRunRaced(job_name)
         if n_versions or n_runs:
             raise StateCorruptError(
                 f"job {cap(job_name)!r} has {n_versions} bookmark version(s) and {n_runs} run(s) "
