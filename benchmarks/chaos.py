@@ -231,9 +231,10 @@ class Schedule:
             Path(gate).touch()
             outs = sorted(self.finish(t, kind) for t in ts)
             ran = sum(any(x.startswith("RUN ") for x in t.seen) for t in ts)
-            if ran != 1:
+            if ran != 1 or "refused" not in outs:
                 self.problems.append(f"racing: {ran} of 2 drivers ran (outcomes {outs}); "
-                                     f"expected exactly one, the other refused")
+                                     f"expected exactly one, the other refused (a driver "
+                                     f"that fails otherwise is a wrong answer too)")
             outcome = "+".join(outs)
         elif kind == "clock":
             env = {"SPARKMARK_CHAOS_CLOCK_MS": str(s["offset_min"] * 60_000)}
