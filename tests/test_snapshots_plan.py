@@ -154,3 +154,16 @@ def test_options_and_elements():
         read_element({"table": "local.db.t", "snapshot_id": "x"}, "local.db.t", "src")
     with pytest.raises(StateCorruptError):
         read_element({"files": []}, "local.db.t", "src")
+
+
+def test_bookmark_set_snapshot_edits_a_table_element_only():
+    from sparkmark.bookmark_edit import element_kind, new_element
+    el = make_element("local.db.t", 7)
+    assert element_kind(el) == "table"
+    assert new_element(el, "src", snapshot="42") == {"table": "local.db.t", "snapshot_id": 42}
+    with pytest.raises(ConfigError, match="not a snapshot id"):
+        new_element(el, "src", snapshot="x")
+    with pytest.raises(ConfigError, match="has no bookmark yet"):
+        new_element(None, "src", snapshot=1)
+    with pytest.raises(ConfigError, match="holds a table bookmark.*--snapshot"):
+        new_element(el, "src", after_key=["1"])

@@ -33,8 +33,14 @@ AS_OF, APPENDS, NOTHING = "as_of", "appends", "nothing"
 #: plan modes, as the bookmark's ReadMode spells them
 ALL, INCREMENTAL, REPLAY = "all", "incremental", "replay"
 
-_WAY_OUT = ("`sparkmark bookmark reset JOB --ctx CTX` to read the table again from its current "
-            "snapshot, or `sparkmark bookmark set` to continue from a snapshot you choose")
+def way_out(ctx: str) -> str:
+    """What to do about a table bookmark that cannot be continued (pure).
+
+    Example: ``way_out("orders_src").startswith("run `sparkmark bookmark reset")``
+    """
+    return ("run `sparkmark bookmark reset JOB` to read the table again from its current "
+            "snapshot (`--run-id R` rewinds to an earlier run), or `sparkmark bookmark set JOB "
+            f"--ctx {ctx} --snapshot ID` to continue after a snapshot you choose")
 
 
 class Snapshot(NamedTuple):
@@ -100,18 +106,18 @@ def read_element(element: Mapping[str, Any] | None, table: str, ctx: str,
         return None
     if not isinstance(element, Mapping) or "snapshot_id" not in element:
         raise StateCorruptError(f"the {which} bookmark element of {ctx!r} is not a table "
-                                f"element ({element!r}); {_WAY_OUT}")
+                                f"element ({element!r}); {way_out(ctx)}")
     stored = element.get("table")
     if stored != table:
         raise SourceError(f"the {which} bookmark of {ctx!r} is for table {stored!r}, not "
-                          f"{table!r}; give this read its own transformation_ctx, or run "
-                          f"{_WAY_OUT}")
+                          f"{table!r}; give this read its own transformation_ctx, or "
+                          f"{way_out(ctx)}")
     sid = element["snapshot_id"]
     if sid is None:
         return None
     if isinstance(sid, bool) or not isinstance(sid, int):
         raise StateCorruptError(f"the {which} bookmark element of {ctx!r} has snapshot_id "
-                                f"{sid!r}, not an integer; {_WAY_OUT}")
+                                f"{sid!r}, not an integer; {way_out(ctx)}")
     return sid
 
 
@@ -186,7 +192,7 @@ def plan_read(mode: str, snapshots: Iterable[Snapshot], after: int | None,
             return TablePlan(mode, AS_OF, None, None)  # a table with no snapshot yet
         raise SourceError(f"table {table} has no current snapshot, but the bookmark of {ctx!r} "
                           f"processed snapshot {after}: the table was recreated or emptied of "
-                          f"its history; {_WAY_OUT}")
+                          f"its history; {way_out(ctx)}")
     if after == through:
         return TablePlan(mode, NOTHING, after, through)
     assert after is not None
@@ -199,7 +205,7 @@ def plan_read(mode: str, snapshots: Iterable[Snapshot], after: int | None,
                     "in between)")
         raise SourceError(f"the lineage of table {table} is broken for {ctx!r}: the bookmark "
                           f"processed snapshot {after} and the run reads up to snapshot "
-                          f"{through}, but {why}; {_WAY_OUT}")
+                          f"{through}, but {why}; {way_out(ctx)}")
     other = tuple(s for s in rng if s.operation not in ROW_PRESERVING)
     if other and on_non_append != SKIP:
         first = other[0]
@@ -209,5 +215,5 @@ def plan_read(mode: str, snapshots: Iterable[Snapshot], after: int | None,
                                                  else "")
             + "; rows it changed or deleted cannot be read as new rows. Use option "
             "onNonAppend=skip to read the appended rows only, or "
-            f"{_WAY_OUT}")
+            f"{way_out(ctx)}")
     return TablePlan(mode, APPENDS, after, through, tuple(rng), other)
