@@ -150,6 +150,7 @@ class TablePlan:
 
     @property
     def commit(self) -> int | None:
+        """The snapshot id the run's element records (the upper snapshot)."""
         return self.through
 
     @property
