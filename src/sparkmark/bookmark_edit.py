@@ -4,11 +4,13 @@
     bm.set("orders", "src", after="2024-05-01T00:00:00Z")      # files: start after a time
     bm.set("orders", "src", processed=["s3a://b/in/bad.json"])  # files: skip these files
     bm.set("orders_db", "orders", after_key=["1000"])           # JDBC: start after this key
+    bm.set("orders_ice", "src", snapshot=4711)                  # tables: after this snapshot
     bm.release("orders")                                        # end a run that never will
 
 Each ``set`` writes a new version of kind ``set`` (history kept) holding the current state with
 one context's element moved. The element's kind decides what can be given: ``after`` /
-``processed`` for a file source, ``after_key`` for a JDBC source. Bad input raises one clear
+``processed`` for a file source, ``after_key`` for a JDBC source, ``snapshot`` for a table
+source. Bad input raises one clear
 :class:`~sparkmark.errors.ConfigError` and changes nothing.
 """
 from __future__ import annotations
@@ -25,11 +27,14 @@ if TYPE_CHECKING:
 
 
 def element_kind(element: Any) -> str | None:
-    """``"files"``, ``"jdbc"``, or None for an element of neither kind (or none at all)."""
+    """``"files"``, ``"jdbc"``, ``"table"``, or None for an element of none of these kinds (or
+    none at all)."""
     if not isinstance(element, dict):
         return None
     if element.get("source") == SOURCE_KIND:
         return "jdbc"
+    if set(element) == {"table", "snapshot_id"}:
+        return "table"
     if element.get("kind", None) == STATE_KIND:
         return "files"
     return None
@@ -81,20 +86,38 @@ def _processed_entries(paths: Sequence[str], spark: "SparkSession | None",
 def new_element(current: Any, ctx: str, *, after: Any = None,
                 processed: Sequence[str] | None = None, after_key: Sequence[Any] | None = None,
                 spark: "SparkSession | None" = None, now: int | None = None,
-                roots: Sequence[str] = ()) -> dict[str, Any]:
+                roots: Sequence[str] = (), snapshot: Any = None) -> dict[str, Any]:
     """The element ``ctx`` gets; ``current`` is its element now (None: none yet).  ``now``
     (ms): an ``after`` time later than it is refused; ``roots``: the source's paths as its
     last run listed them, which ``processed`` files are spelled under."""
     given = [n for n, v in (("--after", after), ("--processed", processed),
-                            ("--after-key", after_key)) if v not in (None, [], ())]
+                            ("--after-key", after_key), ("--snapshot", snapshot))
+             if v not in (None, [], ())]
     if len(given) != 1:
-        raise ConfigError("give exactly one of --after TIME, --processed PATH... (file sources) "
-                          "or --after-key VALUE... (JDBC sources)"
+        raise ConfigError("give exactly one of --after TIME, --processed PATH... (file sources), "
+                          "--after-key VALUE... (JDBC sources) or --snapshot ID (table sources)"
                           + (f"; got {', '.join(given)}" if given else ""))
     kind = element_kind(current)
     if current is not None and kind is None:
         raise ConfigError(f"transformation_ctx {ctx!r} holds an element sparkmark cannot edit "
                           f"({str(current)[:80]}); reset the bookmark instead")
+    if snapshot is not None:
+        if kind != "table":
+            raise ConfigError(
+                f"--snapshot is for table sources, but transformation_ctx {ctx!r} "
+                + (f"holds a {kind} bookmark" if kind else "has no bookmark yet: run the job "
+                   "once so its table is known, then set it"))
+        try:
+            sid = int(str(snapshot).strip())
+        except ValueError:
+            raise ConfigError(f"--snapshot {snapshot!r} is not a snapshot id (an integer, as "
+                              "`SELECT snapshot_id FROM catalog.db.table.snapshots` shows "
+                              "them)") from None
+        # the next run checks that it is an ancestor of the table's current snapshot
+        return dict(current, snapshot_id=sid)
+    if kind == "table":
+        raise ConfigError(f"transformation_ctx {ctx!r} holds a table bookmark (table "
+                          f"{current.get('table')}); use --snapshot ID")
     if after_key is not None and after_key != []:
         if kind != "jdbc":
             raise ConfigError(
@@ -175,12 +198,12 @@ def _spelled_under(path: str, roots: Sequence[str], fs: Any) -> str | None:
 
 def set_bookmark(store: StateStore, job_name: str, ctx: str, *, now: int, after: Any = None,
                  processed: Sequence[str] | None = None, after_key: Sequence[Any] | None = None,
-                 spark: "SparkSession | None" = None) -> int:
+                 spark: "SparkSession | None" = None, snapshot: Any = None) -> int:
     """``Bookmarks.set``: validate, then write the new version (kind ``set``)."""
     if not isinstance(ctx, str) or not ctx.strip():
         raise ConfigError("--ctx needs the transformation_ctx whose element to set")
     current = store.current_version(job_name)  # UnknownJobError for an unknown job
     element = new_element(current.state.get(ctx), ctx, after=after, processed=processed,
-                          after_key=after_key, spark=spark, now=now,
+                          after_key=after_key, spark=spark, now=now, snapshot=snapshot,
                           roots=source_roots(store, job_name, ctx) if processed else ())
     return store.set_element(job_name, ctx, element, now=now, expect_version=current.version)

@@ -109,21 +109,24 @@ class Bookmarks:
 
     def set(self, job_name: str, ctx: str, *, after: Any = None,
             processed: Sequence[str] | None = None, after_key: Sequence[Any] | None = None,
-            spark: "SparkSession | None" = None) -> int:
+            spark: "SparkSession | None" = None, snapshot: int | str | None = None) -> int:
         """Move one context's element on purpose; returns the new version (kind ``set``).
 
         File sources: ``after`` (ISO time: every file modified up to then counts as processed)
         or ``processed`` (files to treat as already read). JDBC sources: ``after_key`` (one
-        value per bookmark key: the next run reads the rows after it)::
+        value per bookmark key: the next run reads the rows after it). Table sources:
+        ``snapshot`` (the next run reads what was committed after that snapshot)::
 
             bm.set("orders", "src", after="2024-05-01T00:00:00Z")
             bm.set("orders_db", "orders", after_key=["1000"])
+            bm.set("orders_ice", "src", snapshot=4711)
 
         Bad input raises a clear error and changes nothing; history is kept.
         """
         from .bookmark_edit import set_bookmark
         return set_bookmark(self.store, job_name, ctx, now=self.clock(), after=after,
-                            processed=processed, after_key=after_key, spark=spark)
+                            processed=processed, after_key=after_key, spark=spark,
+                            snapshot=snapshot)
 
     def files(self, job_name: str, *, ctx: str | None = None, run_id: str | None = None,
               path: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:

@@ -166,11 +166,14 @@ def bookmark_set(job: str = typer.Argument(..., help="Job name"),
                                                "(repeatable)"),
                  after_key: Optional[list[str]] = typer.Option(
                      None, "--after-key", help="JDBC: start after this key value (one per "
-                                               "bookmark key, repeatable)")) -> None:
+                                               "bookmark key, repeatable)"),
+                 snapshot: Optional[str] = typer.Option(
+                     None, "--snapshot", help="Tables: continue after this snapshot id")
+                 ) -> None:
     """Move one context's bookmark element on purpose (new version, kind 'set')."""
     def body() -> None:
         version = _bookmarks().set(job, ctx, after=after, processed=processed or None,
-                                   after_key=after_key or None)
+                                   after_key=after_key or None, snapshot=snapshot)
         out.print(f"bookmark of {job}: context {ctx} set; now version {version}")
     _guard(body)
 

@@ -38,6 +38,7 @@ from .sinks import publish as publish_
 from .sinks import write_files, write_jdbc
 from .sources.files import read_files
 from .sources.jdbc import read_jdbc
+from .sources.table import read_table
 from .state import StateStore, open_store
 from .state.lease import DEFAULT_LEASE_MS
 from .status import PublishState, RunStatus
@@ -85,6 +86,18 @@ class JobReader:
         return read_jdbc(self.job, url, table=table, transformation_ctx=transformation_ctx,
                          bookmark_keys=bookmark_keys, sort_order=sort_order,
                          properties=dict(properties or {}), options=dict(options or {}))
+
+    def table(self, name: str, transformation_ctx: str | None = None,
+              options: Mapping[str, Any] | None = None) -> "DataFrame":
+        """Rows of an Apache Iceberg table appended since the last processed snapshot
+        (SPEC §12); ``options``: ``onNonAppend`` (``fail`` or ``skip``) and Iceberg read options.
+
+        Example: ``job.read.table("local.db.orders", transformation_ctx="orders_src",
+        options={"onNonAppend": "skip"})``
+        """
+        self.job.require_active("read")
+        return read_table(self.job, name, transformation_ctx=transformation_ctx,
+                          options=dict(options or {}))
 
 
 class Job:

@@ -1,0 +1,156 @@
+"""``job.read.table``: an Apache Iceberg table read with bookmarks (SPEC §12).
+
+The element is the last snapshot a run processed (``{"table": name, "snapshot_id": id}``).
+At run start the source reads the table's current snapshot once (the ``main`` branch, from the
+``refs`` metadata table): that is the run's upper bound, and the element it commits.  Then:
+
+- first run (nothing committed), or bookmarks disabled: the table as of that snapshot;
+- later runs: the snapshots after the committed one up to it, walked back through their parent
+  links (the ``snapshots`` metadata table); when the committed snapshot is not an ancestor
+  (expired snapshots, a rollback, a recreated table) the run fails naming
+  ``sparkmark bookmark reset`` / ``bookmark set``.  A ``delete`` or ``overwrite`` snapshot in
+  range follows option ``onNonAppend``: ``fail`` (default) or ``skip``, which reads the rows
+  appended in the range only (Iceberg's incremental read, ``start-snapshot-id`` exclusive,
+  ``end-snapshot-id`` inclusive: it returns every row appended in the range, rows deleted later
+  included, and never the rows an overwrite rewrote).  ``changes`` is not supported yet;
+- nothing new: an empty DataFrame with the table's schema (the run ends ``EMPTY``);
+- pause with from/to: the snapshots between the two runs' elements.
+
+The decision itself is pure: :mod:`sparkmark.planning.snapshots`.
+"""
+from __future__ import annotations
+
+import logging
+import re
+from typing import TYPE_CHECKING, Any
+
+from ..errors import ConfigError, SourceError
+from ..planning import snapshots as sp
+from ..run import ReadMode, RunContext
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+log = logging.getLogger("sparkmark.table")
+
+#: options sparkmark uses itself (everything else goes to Spark's Iceberg reader)
+OWN_OPTIONS = ("onNonAppend",)
+#: Iceberg read options that would fight the bookmark
+REJECTED = ("snapshot-id", "as-of-timestamp", "start-snapshot-id", "end-snapshot-id", "branch",
+            "tag", "start-timestamp", "end-timestamp")
+_PART = r"(?:[A-Za-z_][A-Za-z0-9_]*|`[^`]+`)"
+_NAME = re.compile(rf"{_PART}(?:\.{_PART})*")
+
+
+def read_table(run: RunContext, name: str, transformation_ctx: str | None = None,
+               options: dict[str, Any] | None = None) -> "DataFrame":
+    """Rows of Iceberg table ``name`` committed since the last processed snapshot (the whole
+    table as of its current snapshot without a bookmark).
+
+    Example: ``read_table(job, "local.db.orders", "orders_src", {"onNonAppend": "skip"})``
+    """
+    bm = run.bookmark(transformation_ctx)
+    if not isinstance(name, str) or not _NAME.fullmatch(name.strip()):
+        raise ConfigError(f"table must be a table name such as catalog.db.table, not {name!r}")
+    name = name.strip()
+    policy, reader_opts = split_options(options)
+    ctx = str(transformation_ctx)
+    spark = run.spark
+
+    if bm.mode is ReadMode.REPLAY:
+        after = sp.read_element(bm.previous, name, ctx, "--job-bookmark-from run's")
+        through = sp.read_element(bm.upper, name, ctx, "--job-bookmark-to run's")
+    else:
+        after = (sp.read_element(bm.previous, name, ctx) if bm.mode is ReadMode.INCREMENTAL
+                 else None)
+        through = current_snapshot(spark, name)
+    needs_list = bm.mode is not ReadMode.ALL and after is not None and through is not None \
+        and after != through
+    snaps = snapshot_list(spark, name) if needs_list else []
+    plan = sp.plan_read(str(bm.mode), snaps, after, through, policy, table=name, ctx=ctx)
+    df = _load(spark, name, plan, reader_opts)
+
+    info: dict[str, Any] = {
+        "source": "table", "format": "iceberg", "table": name, "mode": plan.mode,
+        "read": plan.kind, "from_snapshot": plan.after, "to_snapshot": plan.through,
+        "operations": plan.operations(), "on_non_append": policy, "new_input": plan.new_input,
+    }
+    if plan.skipped:
+        info["skipped_snapshots"] = [{"snapshot_id": s.id, "operation": s.operation}
+                                     for s in plan.skipped]
+    log.info("table read of %s (ctx %s): mode=%s read=%s from=%s to=%s", name,
+             transformation_ctx, plan.mode, plan.kind, plan.after, plan.through)
+    element = None if bm.mode is ReadMode.ALL else sp.make_element(name, plan.commit)
+    run.record_read(transformation_ctx, element, info)
+    return df
+
+
+def split_options(options: dict[str, Any] | None) -> tuple[str, dict[str, str]]:
+    """``onNonAppend`` (validated) and the options passed through to Spark's reader (pure).
+
+    Example: ``split_options({"onNonAppend": "skip", "split-size": 1 << 27})``
+    """
+    policy: Any = None
+    rest: dict[str, str] = {}
+    for key, value in dict(options or {}).items():
+        low = str(key).lower()
+        if low == "onnonappend":
+            policy = value
+        elif low in REJECTED:
+            raise ConfigError(f"option {key!r} cannot be used with job.read.table: the bookmark "
+                              "decides which snapshots are read (disable bookmarks to read the "
+                              "whole table, or use pause with --job-bookmark-from/-to)")
+        else:
+            rest[str(key)] = str(value)
+    return sp.parse_on_non_append(policy), rest
+
+
+def current_snapshot(spark: Any, name: str) -> int | None:
+    """The snapshot id of the table's ``main`` branch (``None``: no snapshot yet).
+
+    Example: ``current_snapshot(spark, "local.db.orders")``
+    """
+    rows = _sql(spark, name, f"SELECT snapshot_id FROM {name}.refs "
+                             "WHERE name = 'main' AND type = 'BRANCH'")
+    return int(rows[0][0]) if rows else None
+
+
+def snapshot_list(spark: Any, name: str) -> list[sp.Snapshot]:
+    """Every snapshot of the table still in its metadata (``id, parent, operation``).
+
+    Example: ``[s.operation for s in snapshot_list(spark, "local.db.orders")]``
+    """
+    rows = _sql(spark, name, f"SELECT snapshot_id, parent_id, operation FROM {name}.snapshots")
+    return [sp.Snapshot(int(r[0]), None if r[1] is None else int(r[1]), str(r[2] or ""))
+            for r in rows]
+
+
+def _sql(spark: Any, name: str, query: str) -> list[Any]:
+    try:
+        return list(spark.sql(query).collect())
+    except Exception as e:  # noqa: BLE001 - Spark's analysis errors, py4j errors, Connect errors
+        raise SourceError(f"cannot read the snapshots of table {name}: {_short(e)}; "
+                          "job.read.table reads Apache Iceberg tables through a Spark catalog "
+                          "(catalog.db.table); check the name and the session's catalog "
+                          "settings") from None
+
+
+def _load(spark: Any, name: str, plan: sp.TablePlan, opts: dict[str, str]) -> "DataFrame":
+    reader = spark.read.format("iceberg").options(**opts)
+    try:
+        if plan.kind == sp.APPENDS:
+            return (reader.option("start-snapshot-id", str(plan.after))
+                    .option("end-snapshot-id", str(plan.through)).load(name))
+        if plan.through is None:  # no snapshot yet: the table as it is (empty)
+            df = reader.load(name)
+        else:
+            df = reader.option("snapshot-id", str(plan.through)).load(name)
+        return df.limit(0) if plan.kind == sp.NOTHING else df
+    except Exception as e:  # noqa: BLE001 - Spark resolves the table here
+        raise SourceError(f"Spark cannot read table {name} ({plan.kind}, snapshots "
+                          f"{plan.after}..{plan.through}): {_short(e)}") from None
+
+
+def _short(e: BaseException) -> str:
+    text = str(e).strip()
+    return text.splitlines()[0][:500] if text else type(e).__name__

@@ -1,0 +1,219 @@
+"""``job.read.table`` on real Apache Iceberg tables (Spark 3.5, a Hadoop catalog under tmp):
+appends read exactly once, empty runs, the onNonAppend policy, broken lineage (rollback, drop
+and recreate), bookmarks disabled, pause from/to, and option errors leaving the state alone.
+
+Needs PySpark 3.5 and the Iceberg jars (``make iceberg-jars``); skips otherwise, unless
+SPARKMARK_REQUIRE_ICEBERG=1.  Runs in its own pytest process (``make test35`` does): a session
+started earlier by another module has no Iceberg extensions."""
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import sys
+
+import pytest
+
+from sparkmark import Bookmarks, Job
+from sparkmark.errors import ConfigError, SourceError
+from sparkmark.options import DISABLE, ENABLE, PAUSE
+
+REQUIRED = os.environ.get("SPARKMARK_REQUIRE_ICEBERG") == "1"
+_counter = itertools.count()
+
+
+def _unavailable(why: str):
+    if REQUIRED:
+        pytest.fail(f"SPARKMARK_REQUIRE_ICEBERG=1 but {why}")
+    pytest.skip(why)
+
+
+@pytest.fixture(scope="module")
+def ice(tmp_path_factory):
+    import pyspark
+    if not pyspark.__version__.startswith("3.5."):
+        _unavailable(f"Iceberg is tested on Spark 3.5 only (this is {pyspark.__version__})")
+    from sparkmark.devtools.iceberg import EXTENSIONS, iceberg_jars, iceberg_session_conf
+    try:
+        jars = iceberg_jars(fetch=False)
+    except FileNotFoundError as e:
+        _unavailable(str(e))
+    from pyspark.sql import SparkSession
+
+    from sparkmark.spark import jdbc_jars, local_session
+    before = SparkSession.getActiveSession()
+    warehouse = str(tmp_path_factory.mktemp("iceberg-wh"))
+    conf = iceberg_session_conf(warehouse, jars=jars)
+    conf["spark.jars"] = ",".join(jdbc_jars() + jars)
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    spark = local_session("sparkmark-iceberg-tests", extra_conf=conf)
+    if EXTENSIONS not in spark.conf.get("spark.sql.extensions", ""):
+        _unavailable("a Spark session without Iceberg was already running in this process; "
+                     "run tests/test_iceberg_source.py in its own pytest process")
+    spark.sql("CREATE NAMESPACE IF NOT EXISTS local.db")
+    yield spark
+    if before is None:
+        spark.stop()
+
+
+class Table:
+    def __init__(self, spark):
+        self.spark = spark
+        self.name = f"local.db.t{os.getpid()}_{next(_counter)}"
+        self.create()
+
+    def create(self):
+        self.spark.sql(f"CREATE TABLE {self.name} (id BIGINT, v STRING) USING iceberg")
+
+    def insert(self, *ids):
+        values = ", ".join(f"({i}, 'v{i}')" for i in ids)
+        self.spark.sql(f"INSERT INTO {self.name} VALUES {values}")
+        return self.current()
+
+    def sql(self, text):
+        self.spark.sql(text.format(t=self.name))
+
+    def current(self):
+        rows = self.spark.sql(f"SELECT snapshot_id FROM {self.name}.refs "
+                              "WHERE name = 'main'").collect()
+        return rows[0][0] if rows else None
+
+
+class Runner:
+    def __init__(self, spark, state, clock, name="ice_job"):
+        self.spark, self.state, self.clock, self.name = spark, state, clock, name
+
+    def run(self, table, option=ENABLE, args=None, ctx="src", options=None, between=None):
+        job = Job(self.spark, state=self.state, clock=self.clock)
+        job.init(self.name, {"job_bookmark_option": option, **(args or {})})
+        try:
+            df = job.read.table(table.name, transformation_ctx=ctx, options=options)
+            if between is not None:
+                between()
+            rows = sorted(r[0] for r in df.collect())
+        except BaseException as e:
+            job.fail(e)
+            raise
+        job.commit()
+        self.clock.advance(60_000)
+        return rows, df
+
+    def ledger(self):
+        return Job(None, state=self.state).store.list_runs(job_name=self.name)
+
+    def info(self, i=-1):
+        return json.loads(self.ledger()[i]["config"])["sources"]["src"]
+
+    def element(self):
+        return Bookmarks(self.state).get(self.name)["JobBookmark"].get("src")
+
+
+@pytest.fixture
+def runner(ice, sqlite_url, clock):
+    return Runner(ice, sqlite_url, clock)
+
+
+def test_appends_are_read_exactly_once_and_nothing_new_is_empty(ice, runner):
+    t = Table(ice)
+    first = t.insert(1, 2)
+    # the upper snapshot is fixed at run start: a commit during the run waits for the next one
+    rows, _ = runner.run(t, between=lambda: t.insert(3))
+    assert rows == [1, 2]
+    assert runner.element() == {"table": t.name, "snapshot_id": first}
+    assert runner.info()["read"] == "as_of" and runner.info()["to_snapshot"] == first
+    last = t.insert(4, 5)
+    rows, _ = runner.run(t)
+    assert rows == [3, 4, 5]
+    info = runner.info()
+    assert (info["from_snapshot"], info["to_snapshot"]) == (first, last)
+    assert info["operations"] == {"append": 2} and info["read"] == "appends"
+    rows, df = runner.run(t)
+    assert rows == [] and df.columns == ["id", "v"]
+    assert [r["status"] for r in runner.ledger()] == ["SUCCEEDED", "SUCCEEDED", "EMPTY"]
+    assert runner.element() == {"table": t.name, "snapshot_id": last}
+
+
+def test_non_append_fails_by_default_and_skip_reads_the_appends(ice, runner):
+    t = Table(ice)
+    start = t.insert(1, 2)
+    runner.run(t)
+    t.insert(3)
+    t.sql("DELETE FROM {t} WHERE id = 1")
+    deleted = t.current()
+    t.insert(4)
+    with pytest.raises(SourceError, match=rf"snapshot {deleted} \(delete\).*onNonAppend=skip"):
+        runner.run(t)
+    assert runner.ledger()[-1]["status"] == "FAILED"
+    assert runner.element() == {"table": t.name, "snapshot_id": start}  # nothing committed
+    rows, _ = runner.run(t, options={"onNonAppend": "skip"})
+    assert rows == [3, 4]
+    info = runner.info()
+    assert info["skipped_snapshots"] == [{"snapshot_id": deleted, "operation": "delete"}]
+    assert info["operations"] == {"append": 2, "delete": 1}
+    assert runner.element()["snapshot_id"] == t.current()
+
+
+def test_broken_lineage_is_a_clear_error(ice, runner):
+    t = Table(ice)
+    s1 = t.insert(1)
+    t.insert(2)
+    runner.run(t)
+    t.sql(f"CALL local.system.rollback_to_snapshot('{t.name.split('.', 1)[1]}', {s1})")
+    t.insert(3)
+    with pytest.raises(SourceError, match="lineage.*not an ancestor.*bookmark reset.*"
+                                          "bookmark set"):
+        runner.run(t)
+    # drop and recreate: the committed snapshot is gone from the table's metadata
+    t.sql("DROP TABLE {t}")
+    t.create()
+    t.insert(9)
+    with pytest.raises(SourceError, match="lineage.*no longer in the table's snapshots"):
+        runner.run(t)
+    assert [r["status"] for r in runner.ledger()] == ["SUCCEEDED", "FAILED", "FAILED"]
+    # the way out the error names: continue after a snapshot of the new table
+    first = t.current()
+    Bookmarks(runner.state, clock=runner.clock).set(runner.name, "src", snapshot=str(first))
+    t.insert(10)
+    rows, _ = runner.run(t)
+    assert rows == [10]
+
+
+def test_bookmarks_disabled_read_the_whole_table(ice, runner):
+    t = Table(ice)
+    t.insert(1, 2)
+    t.sql("DELETE FROM {t} WHERE id = 2")
+    t.insert(3)
+    rows, _ = runner.run(t, option=DISABLE)
+    assert rows == [1, 3]
+    rows, _ = runner.run(t, option=DISABLE)
+    assert rows == [1, 3]
+    assert runner.info()["mode"] == "all"
+
+
+def test_pause_from_to_replays_a_runs_snapshots(ice, runner):
+    t = Table(ice)
+    t.insert(1)
+    runner.run(t)
+    t.insert(2)
+    t.insert(3)
+    runner.run(t)
+    t.insert(4)
+    runner.run(t)
+    ids = [r["run_id"] for r in runner.ledger()]
+    rows, _ = runner.run(t, option=PAUSE, args={"job_bookmark_from": ids[0],
+                                                "job_bookmark_to": ids[1]})
+    assert rows == [2, 3]
+    assert runner.info()["mode"] == "replay"
+
+
+@pytest.mark.parametrize("options,match", [
+    ({"onNonAppend": "bogus"}, "onNonAppend='bogus'"),
+    ({"onNonAppend": "changes"}, "not yet supported"),
+    ({"snapshot-id": "1"}, "cannot be used with job.read.table"),
+])
+def test_bad_options_are_config_errors(ice, runner, options, match):
+    t = Table(ice)
+    t.insert(1)
+    with pytest.raises(ConfigError, match=match):
+        runner.run(t, options=options)
+    assert runner.element() is None
