@@ -90,7 +90,7 @@ demo: $(DEMO_BIN)/.installed
 # The whole test suite on Spark 4, then the Spark-dependent suites on Spark 3.5, then the
 # scheduler integrations in their own venvs
 # (real Spark, real SQLite, a real PostgreSQL server, real JDBC drivers, real Airflow and Dagster)
-test: lint test4 test35 test-airflow test-dagster
+test: lint test4 test35 test-iceberg test-airflow test-dagster
 
 # ruff and mypy (configured in pyproject.toml); part of `make test`
 lint: install
@@ -110,8 +110,8 @@ test35: install35 jars
 	SPARKMARK_TEST_GLUE_S3=$${SPARKMARK_TEST_GLUE_S3_35:-0} \
 	$(BIN35)/python -m pytest -q -p no:cacheprovider --durations=10 $(SUITES35)
 
-# Iceberg tables as a source (Spark 3.5): not yet part of `make test` (it joins test35 once a
-# whole CI run has carried it); ~30 s plus the jars' first build
+# Iceberg tables as a source (Spark 3.5), in a pytest process of its own; ~30 s plus the jars'
+# first build
 test-iceberg: iceberg-jars
 	SPARKMARK_REQUIRE_ICEBERG=1 SPARKMARK_TEST_SESSIONS=classic \
 	SPARKMARK_TEST_BACKENDS=$${SPARKMARK_TEST_BACKENDS35:-sqlite} \
