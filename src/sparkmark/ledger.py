@@ -181,10 +181,27 @@ def with_markers(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 #: per-source fields a run summary keeps from ``config.sources[ctx]`` (when present)
-SUMMARY_SOURCE_FIELDS = ("format", "path", "table", "read", "mode", "files", "bytes",
-                         "new_input", "listing", "list_requests", "late_files", "rewritten",
-                         "deferred", "stopped_by", "lower", "upper", "malformed_records",
-                         "rescued_records", "note")
+SUMMARY_SOURCE_FIELDS = ("source", "format", "path", "table", "read", "mode", "files", "bytes",
+                         "records", "new_input", "listing", "listing_reason", "listed",
+                         "list_requests", "late_files", "rewritten", "deferred", "stopped_by",
+                         "lower", "upper", "malformed_records", "rescued_records", "note")
+
+
+def source_summaries(row: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Per source, what a ledger row's config says it read (:data:`SUMMARY_SOURCE_FIELDS`),
+    for schedulers (Airflow XCom, Dagster metadata).
+
+        source_summaries(row)["orders_src"]["files"]
+    """
+    try:
+        cfg = json.loads(row.get("config") or "{}")
+    except (TypeError, ValueError):
+        cfg = {}
+    found = (cfg.get("sources") if isinstance(cfg, dict) else None) or {}
+    if not isinstance(found, dict):
+        return {}
+    return {str(ctx): {k: info[k] for k in SUMMARY_SOURCE_FIELDS if k in info}
+            for ctx, info in sorted(found.items()) if isinstance(info, dict)}
 
 
 def run_summary(row: dict[str, Any]) -> dict[str, Any]:
@@ -194,15 +211,7 @@ def run_summary(row: dict[str, Any]) -> dict[str, Any]:
 
         run_summary(ledger_rows(store, job="orders", last=1)[0])["bookmark_version_after"]
     """
-    try:
-        cfg = json.loads(row.get("config") or "{}")
-    except (TypeError, ValueError):
-        cfg = {}
-    sources: dict[str, dict[str, Any]] = {}
-    for ctx, info in sorted(((cfg.get("sources") if isinstance(cfg, dict) else None)
-                             or {}).items()):
-        if isinstance(info, dict):
-            sources[str(ctx)] = {k: info[k] for k in SUMMARY_SOURCE_FIELDS if k in info}
+    sources = source_summaries(row)
     markers = run_markers(row)
     return {
         "run_id": row.get("run_id"), "job_name": row.get("job_name"),

@@ -13,12 +13,11 @@ Example::
 """
 from __future__ import annotations
 
-import json
 import os
 import re
 from typing import TYPE_CHECKING, Any, Mapping
 
-from ..ledger import run_markers
+from ..ledger import run_markers, source_summaries
 from ..status import RunStatus
 
 if TYPE_CHECKING:
@@ -33,21 +32,6 @@ _TEXT = ("run_id", "status", "job_name", "pipeline", "pipeline_run_id", "module_
          "bookmark_option")
 _INTS = ("module_id", "run_number", "attempt", "records_read", "records_written",
          "start_version", "end_version")
-# what a source's report in the ledger config says, kept per source (files and JDBC)
-_SOURCE_KEYS = ("format", "path", "read", "files", "bytes", "new_input", "listing",
-                "listing_reason", "listed", "late_files", "note", "source", "table", "mode",
-                "lower", "upper", "records")
-
-
-def ledger_config(row: Mapping[str, Any]) -> dict[str, Any]:
-    """The ledger row's ``config`` JSON as a dict (``{}`` when absent or unreadable).
-
-    Example: ``ledger_config(row).get("sources", {})``"""
-    try:
-        cfg = json.loads(row.get("config") or "{}")
-    except (TypeError, ValueError):
-        return {}
-    return cfg if isinstance(cfg, dict) else {}
 
 
 def metadata_fields(row: Mapping[str, Any]) -> dict[str, tuple[str, Any]]:
@@ -74,10 +58,8 @@ def metadata_fields(row: Mapping[str, Any]) -> dict[str, tuple[str, Any]]:
         out["late_files"] = ("int", markers["late_files"])
     if markers["note"]:
         out["note"] = ("text", markers["note"])
-    sources = ledger_config(row).get("sources") or {}
-    if isinstance(sources, dict) and sources:
-        summary = {str(ctx): {k: info[k] for k in _SOURCE_KEYS if k in info}
-                   for ctx, info in sorted(sources.items()) if isinstance(info, dict)}
+    summary = source_summaries(dict(row))
+    if summary:
         out["sources"] = ("json", summary)
         flags = [bool(s.get("new_input")) for s in summary.values() if "new_input" in s]
         if flags:
