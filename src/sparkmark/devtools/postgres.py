@@ -42,9 +42,30 @@ class PostgresServer:
         return f"jdbc:postgresql://127.0.0.1:{self.port}/{self.database}?user=postgres"
 
     def create_database(self, name: str) -> str:
-        """Create a database and return its SQLAlchemy URL."""
-        self.run_tool("psql", ["-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres",
-                           "-d", "postgres", "-c", f'CREATE DATABASE "{name}"'])
+        """Create a database and return its SQLAlchemy URL.
+
+        Through psycopg in this process (no child): the wheel's ``psql`` once died of SIGSEGV
+        in a CI run, failing a test that had not yet begun.  ``psql`` stays the fallback where
+        psycopg is not installed, retried when a signal kills it.
+        """
+        try:
+            import psycopg
+        except ImportError:
+            psycopg = None  # type: ignore[assignment]
+        if psycopg is not None:
+            with psycopg.connect(host="127.0.0.1", port=self.port, user="postgres",
+                                 dbname="postgres", autocommit=True, connect_timeout=30) as conn:
+                conn.execute(f'CREATE DATABASE "{name}"')
+        else:
+            for attempt in range(3):
+                try:
+                    self.run_tool("psql", ["-h", "127.0.0.1", "-p", str(self.port), "-U",
+                                           "postgres", "-d", "postgres", "-c",
+                                           f'CREATE DATABASE "{name}"'])
+                    break
+                except subprocess.CalledProcessError as e:
+                    if e.returncode >= 0 or attempt == 2:  # an error, not a crash: say it
+                        raise
         return f"postgresql+psycopg://postgres@127.0.0.1:{self.port}/{name}"
 
     def run_tool(self, exe: str, args: list[str], **kw: Any) -> subprocess.CompletedProcess:
