@@ -257,6 +257,9 @@ class JdbcConnection:
             s, n = table.split(".", 1)
             forms.insert(0, (s, n))
         try:
+            one = self._one_table(*forms[0])
+            if one is not None:
+                return one
             found = []
             for schema, name in forms:
                 for s, n in _case_variants(schema, name):
@@ -291,6 +294,22 @@ class JdbcConnection:
                               f"{redact_url(self._url)}: {self._link.message(e)}") from None
         quoted = ".".join(self.quote(p) for p in (schema, name) if p)
         return TableRef(cat, schema, name, quoted, tuple(cols))
+
+    def _one_table(self, schema: str | None, name: str) -> TableRef | None:
+        """The fast path of :meth:`resolve_table`: one ``getColumns`` call that names exactly
+        one table spelled exactly ``name`` (in ``schema``) resolves it with its columns (issue
+        26: ``getTables`` then ``getColumns`` cost a metadata query more on every run).  Any
+        other answer (none, several, a link without it) is left to the full search."""
+        table_columns = getattr(self._link, "table_columns", None)
+        if table_columns is None:
+            return None
+        found = {k: v for k, v in table_columns(schema, name).items()
+                 if k[2] == name and (schema is None or k[1] == schema)}
+        if len(found) != 1:
+            return None
+        (cat, sch, tname), cols = next(iter(found.items()))
+        quoted = ".".join(self.quote(p) for p in (sch, tname) if p)
+        return TableRef(cat, sch, tname, quoted, tuple(cols))
 
     def primary_key(self, tref: TableRef) -> list[str]:
         try:
@@ -402,6 +421,21 @@ class _JvmLink:
                          str(rs.getString("TYPE_NAME") or "")))
         rs.close()
         return cols
+
+    def table_columns(self, schema: str | None, name: str
+                      ) -> dict[tuple[str | None, str | None, str], list[tuple[str, int, str]]]:
+        """The columns of every table ``getColumns`` matches (``schema``/``name`` as escaped
+        patterns), by (catalog, schema, table), in the driver's order."""
+        rs = self._conn.getMetaData().getColumns(None, self._pattern(schema),
+                                                 self._pattern(name), "%")
+        out: dict[tuple[str | None, str | None, str], list[tuple[str, int, str]]] = {}
+        while rs.next():
+            key = (rs.getString("TABLE_CAT"), rs.getString("TABLE_SCHEM"),
+                   str(rs.getString("TABLE_NAME")))
+            out.setdefault(key, []).append((rs.getString("COLUMN_NAME"), int(rs.getInt("DATA_TYPE")),
+                                            str(rs.getString("TYPE_NAME") or "")))
+        rs.close()
+        return out
 
     def primary_key(self, cat: str | None, schema: str | None, name: str) -> list[str]:
         rs = self._conn.getMetaData().getPrimaryKeys(cat, schema, name)
