@@ -4,6 +4,9 @@ For each N (default 1,000, 10,000 and 100,000 small JSON files) with 1% new file
 in one Spark session:
 
   (a) sparkmark: one incremental run — init, list + plan + read the new files, count, commit;
+  (a2) the same with ``mode=PERMISSIVE``: Spark's own bad-record handling, as the lower bound
+      has, so no schema-drift pass (the default ``schemaEvolution=rescue`` infers the new
+      files' schema first: one more pass over them, docs/files.md "Costs");
   (b) the lower bound: list the directory (os.scandir) and read only the new files by path with
       plain Spark, then count;
   (b2) the same with the paths handed to the JVM in one py4j call (``compat.load_paths``, as
@@ -15,7 +18,7 @@ in one Spark session:
 Then R more sparkmark runs (default 100), each a simulated 20 minutes after the previous one
 with a few new files, and the size of the state (the bookmark entry as JSON) next to the size
 of (c)'s checkpoint directory.  Every approach gets the same explicit schema (the file stream
-requires one).  (a), (b) and (b2) run interleaved, best of ``--repeat`` each.  The old files
+requires one).  (a), (a2), (b) and (b2) run interleaved, best of ``--repeat`` each.  The old files
 have distinct mtimes over the past day (so the state after the first run holds one band, as in
 a steady state; with identical mtimes the first run's band would hold all N files and the
 measured run would settle them all at once).  Prints a table and writes
@@ -96,11 +99,13 @@ def bench_size(spark, n: int, runs: int, work: Path, repeat: int) -> dict:
     state = f"sqlite:///{base}/state.db"
     enable = {"job_bookmark_option": "job-bookmark-enable"}
     opts = {"schema": SCHEMA}
+    # (a2): Spark's own bad-record handling (``mode``), as plain Spark reads: no drift pass
+    spark_mode = {"schema": SCHEMA, "mode": "PERMISSIVE"}
 
     # initial state: sparkmark has processed the old files, the stream's checkpoint holds them
-    def sm_run():
-        job = Job(spark, state=state, clock=clock).init("bench", enable)
-        df = job.read.files(str(src), format="json", transformation_ctx="src", options=opts)
+    def sm_run(name: str = "bench", options: dict = opts):
+        job = Job(spark, state=state, clock=clock).init(name, enable)
+        df = job.read.files(str(src), format="json", transformation_ctx="src", options=options)
         rows = df.count()
         job.commit()
         return rows, job
@@ -108,6 +113,7 @@ def bench_size(spark, n: int, runs: int, work: Path, repeat: int) -> dict:
     t = time.perf_counter()
     assert sm_run()[0] == n
     first_sm_s = time.perf_counter() - t
+    assert sm_run("bench_mode", spark_mode)[0] == n
     ckpt = base / "checkpoint"
 
     def stream_once() -> int:
@@ -123,7 +129,7 @@ def bench_size(spark, n: int, runs: int, work: Path, repeat: int) -> dict:
     # 1% new files, a minute old for sparkmark's simulated clock, which moves 20 minutes
     new_n = max(1, n // 100)
     clock.now += 20 * MIN
-    new_paths = make_files(src, n, new_n, clock.now - MIN)
+    make_files(src, n, new_n, clock.now - MIN)
     cutoff = clock.now - 2 * MIN
 
     # (a) sparkmark incremental run; the run commits, so each repetition needs new input:
@@ -132,6 +138,7 @@ def bench_size(spark, n: int, runs: int, work: Path, repeat: int) -> dict:
     from sparkmark.bookmarks import Bookmarks
     bm = Bookmarks(state)
     first_run_id = bm.get("bench")["RunId"]
+    first_mode_id = bm.get("bench_mode")["RunId"]
 
     def lower_bound(one_call: bool) -> int:
         """(b) list + read only the new files by path; ``one_call``: (b2) the paths handed to
@@ -152,13 +159,17 @@ def bench_size(spark, n: int, runs: int, work: Path, repeat: int) -> dict:
         return df.count()
 
     # interleaved a, b, b2 so that a change of load hits all three alike; best of ``repeat``
-    a_times, b_times, b2_times = [], [], []
+    a_times, a2_times, b_times, b2_times = [], [], [], []
     load_seen = [os.getloadavg()[0]]
     for _ in range(repeat):
         bm.reset("bench", run_id=first_run_id)
         s, (rows, job) = timed(sm_run)
         assert rows == new_n, (rows, new_n)
         a_times.append(s)
+        bm.reset("bench_mode", run_id=first_mode_id)
+        s, (rows, _) = timed(lambda: sm_run("bench_mode", spark_mode))
+        assert rows == new_n, (rows, new_n)
+        a2_times.append(s)
         s, b_rows = timed(lambda: lower_bound(False))
         assert b_rows == new_n
         b_times.append(s)
@@ -182,7 +193,7 @@ def bench_size(spark, n: int, runs: int, work: Path, repeat: int) -> dict:
     sizes = []
     per_run = []
     next_id = n + new_n
-    for r in range(runs):
+    for _ in range(runs):
         clock.now += 20 * MIN
         make_files(src, next_id, 5, clock.now - MIN)
         next_id += 5
@@ -196,6 +207,10 @@ def bench_size(spark, n: int, runs: int, work: Path, repeat: int) -> dict:
         "first_full_run_sparkmark_s": round(first_sm_s, 2),
         "first_full_run_stream_s": round(first_stream_s, 2),
         "a_sparkmark_s": round(min(a_times), 3), "a_sparkmark_runs_s": [round(x, 3) for x in a_times],
+        "a2_sparkmark_mode_s": round(min(a2_times), 3),
+        "a2_runs_s": [round(x, 3) for x in a2_times],
+        "a2_over_b2": round(min(a2_times) / b2_s, 3),
+        "a2_over_b2_median": round(statistics.median(a2_times) / statistics.median(b2_times), 3),
         "b_lower_bound_s": round(b_s, 3), "b_lower_bound_runs_s": [round(x, 3) for x in b_times],
         "b2_lower_bound_one_call_s": round(b2_s, 3),
         "b2_runs_s": [round(x, 3) for x in b2_times],
@@ -239,14 +254,15 @@ def main(argv=None) -> int:
         if not args.workdir:
             shutil.rmtree(work, ignore_errors=True)
     header = (f"{'N':>8} {'new':>5} {'(a) sm s':>9} {'(b) lower s':>11} {'(b2) 1-call s':>13} "
-              f"{'(c) stream s':>12} {'(d) full s':>10} {'a/b':>6} {'a/b2':>6} {'a/c':>6} "
-              f"{'state B':>8} {'ckpt B':>9}")
+              f"{'(c) stream s':>12} {'(d) full s':>10} {'a/b':>6} {'a/b2':>6} {'a2/b2':>6} "
+              f"{'a/c':>6} {'state B':>8} {'ckpt B':>9}")
     print(header)
     for r in results:
         print(f"{r['n']:>8} {r['new']:>5} {r['a_sparkmark_s']:>9.3f} {r['b_lower_bound_s']:>11.3f} "
               f"{r['b2_lower_bound_one_call_s']:>13.3f} "
               f"{r['c_stream_s']:>12.3f} {r['d_full_reread_s']:>10.3f} {r['a_over_b']:>6.2f} "
-              f"{r['a_over_b2']:>6.2f} {r['a_over_c']:>6.2f} {r['state_bytes_after_runs']!s:>8} "
+              f"{r['a_over_b2']:>6.2f} {r['a2_over_b2']:>6.2f} {r['a_over_c']:>6.2f} "
+              f"{r['state_bytes_after_runs']!s:>8} "
               f"{r['stream_checkpoint_bytes']:>9}")
     import platform
 
