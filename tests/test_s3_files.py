@@ -68,6 +68,37 @@ def test_only_new_objects_are_read_and_odd_key_names_are_literal(spark, s3, sqli
     assert last["status"] == "SUCCEEDED"
 
 
+def test_a_late_multipart_object_is_reported_then_read_once_with_late_files_read(
+        spark, s3, sqlite_url, now_clock):
+    """A late object on S3: AWS stamps a multipart object with the upload's initiation time,
+    so a long upload becomes visible after a run whose band already passed that time.  (moto
+    stamps completion; ``put_started_at`` gives moto's record the initiation time, as AWS
+    would, and every listing goes through the real S3 API.)"""
+    import json as _json
+    src = s3.url("late")
+    started = int(time.time() * 1000) - 20 * MIN  # a long upload, begun 20 minutes ago
+    s3.put("late/a.json", lines([1]))
+    now_clock.now = s3.mtime("late/a.json") + 5 * SEC
+    assert run(spark, sqlite_url, now_clock, src, name="late") == [1]
+    assert s3.put_started_at("late/big.json", lines([7, 8]), started) < s3.mtime("late/a.json")
+
+    def info() -> dict:
+        runs = Job(spark, state=sqlite_url, clock=now_clock).store.list_runs(job_name="late")
+        return _json.loads(runs[-1]["config"])["sources"]["src"]
+
+    now_clock.advance(MIN)
+    assert run(spark, sqlite_url, now_clock, src, name="late") == []  # default: reported
+    assert info()["late_files"] == 1 and info()["late_sample"] == ["big.json"], info()
+    now_clock.advance(MIN)
+    assert run(spark, sqlite_url, now_clock, src, name="late",
+               options={"lateFiles": "read"}) == [7, 8]
+    assert info()["late_files"] == 1 and info()["files"] == 1, info()
+    now_clock.advance(MIN)
+    assert run(spark, sqlite_url, now_clock, src, name="late",
+               options={"lateFiles": "read"}) == []
+    assert info()["late_files"] == 0, info()
+
+
 def test_a_tie_on_one_second_at_the_upper_edge_is_read_by_the_next_run(spark, s3, sqlite_url,
                                                                        now_clock):
     """A run whose T falls inside the second an object is stamped with must not settle that

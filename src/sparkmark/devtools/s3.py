@@ -237,6 +237,24 @@ class Bucket:
         self._client.put_object(Bucket=self.name, Key=key, Body=data)
         return self.mtime(key)
 
+    def put_started_at(self, key: str, body: bytes | str, started_ms: int) -> int:
+        """Upload ``key`` as AWS stamps a multipart upload: ``LastModified`` is the upload's
+        initiation time (``started_ms``), visible only once it completes.  moto (and
+        SeaweedFS) stamp the completion time instead (tried), so on moto the object's record
+        is given its initiation time after the upload; listings then show it like AWS would.
+        moto only.  Returns ``LastModified`` in epoch ms (whole seconds)."""
+        if self.server.kind != "moto":
+            raise RuntimeError("put_started_at needs the in-process moto server")
+        import datetime as dt
+
+        from moto.core import DEFAULT_ACCOUNT_ID
+        from moto.s3.models import s3_backends
+        self.put(key, body)
+        obj = s3_backends[DEFAULT_ACCOUNT_ID]["global"].get_object(self.name, key)
+        obj.last_modified = dt.datetime.fromtimestamp(  # type: ignore[union-attr]
+            started_ms / 1000, dt.timezone.utc).replace(tzinfo=None)
+        return self.mtime(key)
+
     def mtime(self, key: str) -> int:
         """``LastModified`` of ``key`` in epoch ms, as a listing shows it (whole seconds)."""
         head = self._client.head_object(Bucket=self.name, Key=key)
