@@ -1,6 +1,7 @@
 """``job.read.table`` on real Apache Iceberg tables (Spark 3.5, a Hadoop catalog under tmp):
-appends read exactly once, empty runs, the onNonAppend policy, broken lineage (rollback, drop
-and recreate), bookmarks disabled, pause from/to, and option errors leaving the state alone.
+appends read exactly once (also with the warehouse on ``s3a://``, moto), empty runs, the
+onNonAppend policy, broken lineage (rollback, drop and recreate), bookmarks disabled, pause
+from/to, and option errors leaving the state alone.
 
 Needs PySpark 3.5 and the Iceberg jars (``make iceberg-jars``); skips otherwise, unless
 SPARKMARK_REQUIRE_ICEBERG=1.  Runs in its own pytest process (``make test35`` does): a session
@@ -44,7 +45,12 @@ def ice(tmp_path_factory):
     before = SparkSession.getActiveSession()
     warehouse = str(tmp_path_factory.mktemp("iceberg-wh"))
     conf = iceberg_session_conf(warehouse, jars=jars)
-    conf["spark.jars"] = ",".join(jdbc_jars() + jars)
+    from conftest import s3_jars  # the s3a connector too, for the s3a:// warehouse
+    s3a = s3_jars() or []
+    if s3a:
+        from sparkmark.devtools.s3 import s3a_session_conf
+        conf.update({k: v for k, v in s3a_session_conf(jars=s3a).items() if k != "spark.jars"})
+    conf["spark.jars"] = ",".join(jdbc_jars() + jars + s3a)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     spark = local_session("sparkmark-iceberg-tests", extra_conf=conf)
     if EXTENSIONS not in spark.conf.get("spark.sql.extensions", ""):
@@ -56,10 +62,28 @@ def ice(tmp_path_factory):
         spark.stop()
 
 
+@pytest.fixture(params=["local", "s3a"])
+def catalog(request, ice):
+    """The Hadoop catalog ``local`` (a folder) or ``s3wh``, whose warehouse is
+    ``s3a://<bucket>/wh`` on the moto server (tables, metadata and manifests all on S3)."""
+    if request.param == "local":
+        return "local"
+    server = request.getfixturevalue("s3_server")  # skips (or fails in CI) without the jars
+    from sparkmark.devtools.s3 import Bucket
+    bucket = Bucket(server, f"ice-wh-{os.getpid()}")
+    server.configure(ice)
+    prefix = "spark.sql.catalog.s3wh"
+    ice.conf.set(prefix, "org.apache.iceberg.spark.SparkCatalog")
+    ice.conf.set(prefix + ".type", "hadoop")
+    ice.conf.set(prefix + ".warehouse", bucket.url("wh"))
+    ice.sql("CREATE NAMESPACE IF NOT EXISTS s3wh.db")
+    return "s3wh"
+
+
 class Table:
-    def __init__(self, spark):
+    def __init__(self, spark, catalog="local"):
         self.spark = spark
-        self.name = f"local.db.t{os.getpid()}_{next(_counter)}"
+        self.name = f"{catalog}.db.t{os.getpid()}_{next(_counter)}"
         self.create()
 
     def create(self):
@@ -113,8 +137,8 @@ def runner(ice, sqlite_url, clock):
     return Runner(ice, sqlite_url, clock)
 
 
-def test_appends_are_read_exactly_once_and_nothing_new_is_empty(ice, runner):
-    t = Table(ice)
+def test_appends_are_read_exactly_once_and_nothing_new_is_empty(ice, runner, catalog):
+    t = Table(ice, catalog)
     first = t.insert(1, 2)
     # the upper snapshot is fixed at run start: a commit during the run waits for the next one
     rows, _ = runner.run(t, between=lambda: t.insert(3))
@@ -131,10 +155,13 @@ def test_appends_are_read_exactly_once_and_nothing_new_is_empty(ice, runner):
     assert rows == [] and df.columns == ["id", "v"]
     assert [r["status"] for r in runner.ledger()] == ["SUCCEEDED", "SUCCEEDED", "EMPTY"]
     assert runner.element() == {"table": t.name, "snapshot_id": last}
+    paths = [r[0] for r in ice.sql(f"SELECT file_path FROM {t.name}.files").collect()]
+    scheme = "s3a://" if catalog == "s3wh" else "/"
+    assert paths and all(p.startswith(scheme) for p in paths), paths  # where the data lives
 
 
-def test_non_append_fails_by_default_and_skip_reads_the_appends(ice, runner):
-    t = Table(ice)
+def test_non_append_fails_by_default_and_skip_reads_the_appends(ice, runner, catalog):
+    t = Table(ice, catalog)
     start = t.insert(1, 2)
     runner.run(t)
     t.insert(3)
