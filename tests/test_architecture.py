@@ -18,7 +18,7 @@ import pytest
 SRC = Path(__file__).resolve().parents[1] / "src" / "sparkmark"
 PY4J_HANDLES = {"_jvm", "_jsc", "_gateway", "_jsparkSession", "_jdf", "_jconf", "_jreader",
                 "_mapping", "_asdict", "_fields",  # SQLAlchemy Row / namedtuple public API
-                "_jwrite", "_sc", "_jmap", "_java_obj", "_jseq"}
+                "_jwrite", "_sc", "_jmap", "_java_obj", "_jseq", "_gateway_client"}
 
 
 def _module_name(path: Path) -> str:

@@ -233,7 +233,9 @@ def load_paths(spark: "SparkSession", reader: Any, paths: list[str]) -> Any:
     jvm: Any = spark.sparkContext._jvm
     if jvm is None:
         return reader.load(paths)
-    array = jvm.java.util.regex.Pattern.compile("\n").split("\n".join(paths), -1)
+    from .jvm import java_class
+    array = java_class(spark, "java.util.regex.Pattern").compile("\n").split(
+        "\n".join(paths), -1)
     jdf = reader._jreader.load(array)
     import importlib
     try:

@@ -28,7 +28,7 @@ from typing import Any, Mapping
 
 from .compat import is_connect
 from .errors import ConfigError, SourceError
-from .jvm import java_error_text
+from .jvm import java_class, java_error_text
 from .planning.keyrange import quote_identifier
 from .redact import redact_url
 
@@ -120,10 +120,9 @@ def resolve_driver(spark: Any, url: str, props: Mapping[str, Any]) -> str:
 
 def _has_driver(spark: Any, cls: str, url: str, props: Mapping[str, Any]) -> bool:
     if not is_connect(spark):
-        jvm = spark._jvm
-        loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
+        loader = java_class(spark, "java.lang.Thread").currentThread().getContextClassLoader()
         try:
-            jvm.java.lang.Class.forName(cls, False, loader)
+            java_class(spark, "java.lang.Class").forName(cls, False, loader)
             return True
         except Exception:  # noqa: BLE001 - ClassNotFoundException
             return False
@@ -341,15 +340,14 @@ class _JvmLink:
     """The JDBC driver class Spark uses, in the driver JVM (py4j): classic sessions only."""
 
     def __init__(self, spark: Any, url: str, props: dict[str, str], driver: str):
-        jvm = spark._jvm
-        loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
+        loader = java_class(spark, "java.lang.Thread").currentThread().getContextClassLoader()
         try:
-            cls = jvm.java.lang.Class.forName(driver, True, loader)
+            cls = java_class(spark, "java.lang.Class").forName(driver, True, loader)
         except Exception:
             raise SourceError(
                 f"JDBC driver class {driver} is not on Spark's classpath; install its jar"
                 f"{apt_hint(driver)} and add it to spark.jars") from None
-        jprops = jvm.java.util.Properties()
+        jprops = java_class(spark, "java.util.Properties")()
         for k, v in props.items():
             if k.lower() not in _SPARK_ONLY:
                 jprops.setProperty(k, v)
