@@ -360,7 +360,7 @@ class _JvmLink:
         if self._conn is None:
             raise SourceError(f"driver {driver} does not accept {redact_url(url)}; "
                               "check the URL or give the right driver in properties")
-        md = self._conn.getMetaData()
+        md = self._md = self._conn.getMetaData()  # one handle for every metadata call
         self.product = str(md.getDatabaseProductName() or "")
         self.quote_char = str(md.getIdentifierQuoteString() or '"').strip() or '"'
         self._escape = str(md.getSearchStringEscape() or "")
@@ -394,7 +394,7 @@ class _JvmLink:
 
     def tables(self, schema: str | None, name: str, fold: bool
                ) -> list[tuple[str | None, str | None, str]]:
-        md = self._conn.getMetaData()
+        md = self._md
         if fold:
             rs = md.getTables(None, None, None, None)
         else:
@@ -411,7 +411,7 @@ class _JvmLink:
 
     def columns(self, cat: str | None, schema: str | None, name: str
                 ) -> list[tuple[str, int, str]]:
-        rs = self._conn.getMetaData().getColumns(cat, self._pattern(schema),
+        rs = self._md.getColumns(cat, self._pattern(schema),
                                                  self._pattern(name), "%")
         cols = []
         while rs.next():
@@ -424,7 +424,7 @@ class _JvmLink:
                       ) -> dict[tuple[str | None, str | None, str], list[tuple[str, int, str]]]:
         """The columns of every table ``getColumns`` matches (``schema``/``name`` as escaped
         patterns), by (catalog, schema, table), in the driver's order."""
-        rs = self._conn.getMetaData().getColumns(None, self._pattern(schema),
+        rs = self._md.getColumns(None, self._pattern(schema),
                                                  self._pattern(name), "%")
         out: dict[tuple[str | None, str | None, str], list[tuple[str, int, str]]] = {}
         while rs.next():
@@ -436,7 +436,7 @@ class _JvmLink:
         return out
 
     def primary_key(self, cat: str | None, schema: str | None, name: str) -> list[str]:
-        rs = self._conn.getMetaData().getPrimaryKeys(cat, schema, name)
+        rs = self._md.getPrimaryKeys(cat, schema, name)
         pk = []
         while rs.next():
             pk.append((int(rs.getShort("KEY_SEQ")), rs.getString("COLUMN_NAME")))
