@@ -139,7 +139,12 @@ def draw_step(rng: random.Random, kind: str | None = None) -> dict:
     elif kind == "input":
         step["bursts"] = [round(rng.uniform(0, 3.0), 2) for _ in range(rng.randint(1, 3))]
     elif kind == "reset_kill":
-        step["delay"] = round(rng.uniform(0, RESET_MAX_DELAY), 2)
+        # "start": a random moment from the CLI's start (mostly before its store transaction);
+        # "removal": right after the transaction recorded the intent (runs 'removing'), while
+        # the output is being deleted
+        step["phase"] = rng.choice(["start", "removal"])
+        step["delay"] = round(rng.uniform(0, RESET_MAX_DELAY) if step["phase"] == "start"
+                              else rng.uniform(0, 0.3), 3)
     return step
 
 
@@ -231,6 +236,7 @@ class Schedule:
                      "--target", str(self.target), "--job", job] + (
                          ["--data-jdbc", self.data_jdbc] if self.data_jdbc else [])
         self.reset_seen = 0                    # committed runs a reset may have rolled back
+        self.reset_states: Counter = Counter()  # what each reset_kill left
         self.env = dict(os.environ, PYTHONPATH=str(ROOT / "src"), SPARKMARK_LEASE_SECONDS="30")
         self.env.pop("SPARKMARK_CHAOS_CLOCK_MS", None)
         self.outcomes: Counter = Counter()     # (kind, outcome) -> count
@@ -345,6 +351,8 @@ class Schedule:
                "reset", JOB, "--remove-output"]
         t0 = time.time()
         t = Trial(cmd, self.env)
+        if s.get("phase") == "removal":
+            self.wait_for_removing(t)
         try:
             t.proc.wait(s["delay"])
         except subprocess.TimeoutExpired:
@@ -367,6 +375,13 @@ class Schedule:
         done = {r: x for r, x in before_rows.items() if x["status"] in ("SUCCEEDED", "EMPTY")}
         after_rows = {r["run_id"]: r for r in self.ledger()}
         after_bm = bookmark_of(self.state)
+        # what the kill left: the reset not begun, or begun with its removal open or finished
+        publish = {after_rows[r]["publish_state"] for r in done}
+        self.reset_states[outcome + ": " + (
+            "nothing to roll back" if not done else
+            "unchanged" if after_bm == before_bm else
+            "reset, removal finished" if publish == {"removed"} else
+            "reset, removal open")] += 1
         statuses = {after_rows[r]["status"] for r in done}
         rolled = bool(done) and statuses == {"ROLLED_BACK"}
         if before_bm is None:  # no job yet: the reset must refuse and change nothing
@@ -397,6 +412,27 @@ class Schedule:
                                  f"({before_bm['Version']} -> {after_bm['Version']}) but no "
                                  "run was rolled back")
         return outcome
+
+    def wait_for_removing(self, t: Trial, timeout: float = 120) -> bool:
+        """Poll the ledger until a run of the job is 'removing' (the reset's transaction
+        committed) or the CLI ended."""
+        import sqlalchemy as sa
+        engine = sa.create_engine(self.state)
+        q = sa.text("SELECT COUNT(*) FROM sm_runs WHERE job_name = :j "
+                    "AND publish_state = 'removing'")
+        end = time.time() + timeout
+        try:
+            while time.time() < end and t.proc.poll() is None:
+                try:
+                    with engine.connect() as c:
+                        if c.execute(q, {"j": JOB}).scalar():
+                            return True
+                except Exception:  # noqa: BLE001 - no tables yet
+                    pass
+                time.sleep(0.01)
+            return False
+        finally:
+            engine.dispose()
 
     def ledger(self) -> list[dict]:
         try:
@@ -571,6 +607,7 @@ def run_chaos(schedules: int, seed: int, steps: int = 5, *, replay: list[dict] |
     job_counts: Counter = Counter()
     outcomes: Counter = Counter()
     ledger: Counter = Counter()
+    reset_states: Counter = Counter()
     violations: list[dict] = []
     plans = []
     if replay is not None:
@@ -600,6 +637,7 @@ def run_chaos(schedules: int, seed: int, steps: int = 5, *, replay: list[dict] |
             for p in plan:
                 faults[p["kind"]] += 1
             outcomes.update(sch.outcomes)
+            reset_states.update(sch.reset_states)
             ledger.update(getattr(sch, "ledger", {}))
             records += getattr(sch, "records", 0)
             if sch.problems:
@@ -623,6 +661,7 @@ def run_chaos(schedules: int, seed: int, steps: int = 5, *, replay: list[dict] |
     return {"schedules": len(plans), "steps": steps, "seed": seed, "faults": dict(faults),
             "jobs": dict(job_counts),
             "outcomes": {k: dict(v) for k, v in sorted(table.items())},
+            "reset_states": dict(reset_states),
             "ledger_statuses": dict(ledger), "source_records": records,
             "violations": violations, "elapsed_s": round(time.time() - started, 1)}
 
@@ -638,6 +677,8 @@ def print_table(report: dict) -> None:
                 (outs if part in cols else other)[part] += c
         print(f"{kind:<11}{report['faults'].get(kind, 0):>9}"
               + "".join(f"{outs[c]:>10}" for c in cols) + f"  {dict(other) or ''}")
+    if report["reset_states"]:
+        print(f"reset_kill left: {report['reset_states']}")
     print(f"schedules={report['schedules']} jobs={report['jobs']} "
           f"source_records={report['source_records']} "
           f"ledger={report['ledger_statuses']} violations={len(report['violations'])} "
