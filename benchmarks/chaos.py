@@ -377,13 +377,15 @@ class Schedule:
         after_bm = bookmark_of(self.state)
         # what the kill left: the reset not begun, or begun with its removal open or finished
         publish = {after_rows[r]["publish_state"] for r in done}
-        self.reset_states[outcome + ": " + (
-            "nothing to roll back" if not done else
-            "unchanged" if after_bm == before_bm else
-            "reset, removal finished" if publish == {"removed"} else
-            "reset, removal open")] += 1
         statuses = {after_rows[r]["status"] for r in done}
         rolled = bool(done) and statuses == {"ROLLED_BACK"}
+        self.reset_states[outcome + ": " + (
+            "nothing to roll back" if not done else
+            "reset, removal finished" if rolled and publish == {"removed"} else
+            "reset, removal open" if rolled else
+            "unchanged" if after_bm == before_bm and all(
+                after_rows[r]["status"] == x["status"] for r, x in done.items()) else
+            "half a reset")] += 1
         if before_bm is None:  # no job yet: the reset must refuse and change nothing
             if outcome == "completed" or after_rows != before_rows:
                 self.problems.append(f"reset_kill before any run: {outcome}, ledger "
