@@ -1,31 +1,41 @@
-"""Fault schedules: random sequences of crashes, store outages, racing drivers, clock jumps and
-late input over one bookmarked job, each followed by recovery and a check against a model.
+"""Fault schedules: random sequences of crashes, store outages, racing drivers, clock jumps,
+late input and killed resets over one bookmarked job per schedule, each followed by recovery and
+a check against a model.
 
     python benchmarks/chaos.py --schedules 20 --seed 1          # 20 schedules of 5 steps
-    python benchmarks/chaos.py --schedules 5 --steps 4
-    python benchmarks/chaos.py --seed 7 --replay '[{"kind": "kill", ...}]'   # one schedule
+    python benchmarks/chaos.py --schedules 6 --steps 4 --seed 11 --jobs files,jdbc
+    python benchmarks/chaos.py --seed 7 --jobs jdbc --replay '[{"kind": "kill", ...}]'
 
-One job (JSON files -> parquet files on local disk) keeps its state in a real PostgreSQL server
-(started once per chaos run; a fresh database and fresh folders per schedule).  A schedule is K
-steps drawn with ``random.Random(seed + i)``; before each step new input files arrive (unique
-record ids).  The step kinds:
+Each schedule runs one job, its kind drawn from the schedule's seed among ``--jobs``:
+``files`` (JSON files -> parquet files on local disk) or ``jdbc`` (a PostgreSQL source table
+read by a monotonically increasing key -> a PostgreSQL table through the exactly-once JDBC sink,
+staged in ``chaos_target__sm_stage``).  The state is in a real PostgreSQL server (started once
+per chaos run; a fresh database and fresh folders per schedule); the jdbc job's data is on a
+second server, so ``store_down`` is a pure state-store outage.  A schedule is K steps drawn with
+``random.Random(seed + i)``; before each step new input arrives (files, or rows in one
+transaction each; unique record ids).  The step kinds:
 
 * ``run``: the job runs to completion in a child process;
 * ``kill``: the job's process group gets SIGKILL at a random moment of a random phase (read,
   write, between write and commit, inside commit: benchmarks/crash.py's markers);
-* ``store_down``: PostgreSQL is stopped (``-m immediate``) at a random moment of the run and
-  started again; the run must fail cleanly or succeed, never half-commit;
+* ``store_down``: the state store's PostgreSQL is stopped (``-m immediate``) at a random moment
+  of the run and started again; the run must fail cleanly or succeed, never half-commit;
 * ``racing``: two drivers start the job at the same instant; exactly one may run, the other
   must be refused with ``ConcurrentRunError``;
 * ``clock``: the run's clock is real time jumped forward or back by minutes;
-* ``input``: new input files arrive while the run is in progress (from a thread).
+* ``input``: new input arrives while the run is in progress (from a thread);
+* ``reset_kill``: ``sparkmark bookmark reset JOB --remove-output`` (the CLI) gets SIGKILL at a
+  random moment, or right after its store transaction (see :meth:`Schedule.reset_kill` for what
+  the model expects then); the schedule goes on.
 
 After each schedule the job runs to completion twice (recovery); then every input record id
-must be in the target exactly once, the last run must be EMPTY, no staging output may be left,
-every ledger row must be terminal (none RUNNING), the SUCCEEDED rows' records_written must add
-up to the records in the target, and a run whose ``commit()`` returned must be SUCCEEDED/EMPTY.
-A failing schedule is shrunk (steps removed one at a time while it still fails) and printed as
-a one-line ``--replay`` command.  Prints a table; writes benchmarks/results/chaos.json.
+must be in the target exactly once (a reset's rolled-back records read again), the last run
+must be EMPTY, no staging output (folder or table rows) may be left, every ledger row must be
+terminal (none RUNNING) and none still 'removing', the SUCCEEDED rows' records_written must add
+up to the records in the target, and a run whose ``commit()`` returned must be SUCCEEDED/EMPTY
+(or ROLLED_BACK by a later reset).  A failing schedule is shrunk (steps removed one at a time
+while it still fails) and printed as a one-line ``--replay`` command.  Prints a table; writes
+benchmarks/results/chaos.json (``faults`` and ``jobs`` per kind, outcomes, ``reset_states``).
 """
 from __future__ import annotations
 
