@@ -279,8 +279,11 @@ def _crash():
 @pytest.mark.slow
 def test_random_sigkills_never_lose_or_duplicate_iceberg_rows(tmp_path):
     _jars()
-    trials = int(os.environ.get("SPARKMARK_CRASH_ICEBERG_TRIALS", "4"))
-    report = _crash().run_trials(trials, "iceberg", seed=4321, workdir=tmp_path,
+    trials = int(os.environ.get("SPARKMARK_CRASH_ICEBERG_TRIALS", "3"))
+    # seed 4318's first three trials kill between write and commit, in the write, and in the
+    # commit (state transaction, then the cherry-pick); report["committed_then_killed"] counts
+    # kills after the state commit, which the next run's recovery published
+    report = _crash().run_trials(trials, "iceberg", seed=4318, workdir=tmp_path,
                                  log=lambda *_: None)
     assert report["killed"] > 0, report
     assert report["source_records"] > 0
