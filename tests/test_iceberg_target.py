@@ -291,3 +291,59 @@ def test_random_sigkills_never_lose_or_duplicate_iceberg_rows(tmp_path):
     assert report["unexpected"] == 0, report
     assert report["last_run"]["status"] == "EMPTY", report
     assert report["exactly_once"], json.dumps(report)
+
+
+# ------------------------------------------------------------------------- rollback
+def _deletes(spark, table):
+    return spark.sql(f"SELECT summary['sparkmark.rollback-of'] FROM {table}.snapshots "
+                     "WHERE operation = 'delete' ORDER BY committed_at").collect()
+
+
+def test_reset_remove_output_removes_each_runs_rows_in_one_commit(ice, runner):
+    t = Tables(ice)
+    t.insert(1, 2)
+    _, r1 = runner.run(t)
+    t.insert(3)
+    _, r2 = runner.run(t)
+    t.insert(4)
+    _, r3 = runner.run(t)
+    bm = Bookmarks(runner.state, clock=runner.clock)
+    plan = bm.reset(runner.name, run_id=r1, remove_output=True, dry_run=True, spark=ice)
+    assert sorted(plan.removed) == sorted(
+        [f"{t.tgt}: 1 data file(s), 1 rows of run {r} (snapshot {s})"
+         for r, s in ((r2, _published(ice, t, r2)), (r3, _published(ice, t, r3)))])
+    assert t.ids() == [1, 2, 3, 4]  # the dry run changed nothing
+    bm.reset(runner.name, run_id=r1, remove_output=True, spark=ice)
+    assert t.ids() == [1, 2]
+    assert sorted(r[0] for r in _deletes(ice, t.tgt)) == sorted([r2, r3])  # one commit each
+    assert [r["status"] for r in runner.ledger()] == ["SUCCEEDED", "ROLLED_BACK", "ROLLED_BACK"]
+    # doing it again finds nothing left to remove (a crash after the commit is finished so)
+    again = bm.reset(runner.name, run_id=r1, remove_output=True, dry_run=True, spark=ice)
+    assert again.removed == []
+    n, _ = runner.run(t)  # the bookmark was rewound: the rows come back once
+    assert n == 2 and t.ids() == [1, 2, 3, 4]
+
+
+def _published(spark, t, run_id):
+    return spark.sql(f"SELECT snapshot_id FROM {t.tgt}.snapshots "
+                     f"WHERE summary['sparkmark.run-id'] = '{run_id}'").collect()[0][0]
+
+
+def test_rollback_is_refused_when_later_snapshots_rewrote_the_runs_files(ice, runner):
+    t = Tables(ice)
+    t.insert(1)
+    _, r1 = runner.run(t)
+    t.insert(2)
+    runner.run(t)
+    ident = t.tgt.split(".", 1)[1]
+    ice.sql(f"CALL local.system.rewrite_data_files(table => '{ident}', "
+            "options => map('min-input-files', '2'))").collect()
+    current = t.current()
+    version = runner.version()
+    bm = Bookmarks(runner.state, clock=runner.clock)
+    with pytest.raises(SinkError, match=r"later snapshots rewrote its data files.*the table was "
+                                        "not changed"):
+        bm.reset(runner.name, run_id=r1, remove_output=True, spark=ice)
+    assert t.ids() == [1, 2] and t.current() == current
+    assert runner.version() == version
+    assert [r["status"] for r in runner.ledger()] == ["SUCCEEDED", "SUCCEEDED"]
