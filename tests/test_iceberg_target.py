@@ -2,8 +2,10 @@
 Hadoop catalog under tmp): write-audit-publish makes each run's rows visible exactly once, only
 after the run commits.  Covers: append once per run (a re-run adds nothing), a failed run leaves
 nothing visible, the snapshot summary names job and run, a reader during the run sees none of
-it, a repeated or raced publish adds nothing, bad targets are one clear error with the bookmark
-unchanged, and seeded SIGKILL trials (``benchmarks/crash.py --sink iceberg``).
+it, a repeated or raced publish adds nothing, a publish that fails after the state commit is
+finished by the next run, bad targets are one clear error with the bookmark unchanged, rollback
+(``bookmark reset --remove-output``) and its refusal after compaction, and seeded SIGKILL trials
+(``benchmarks/crash.py --sink iceberg``).
 
 Needs PySpark 3.5 and the Iceberg jars (``make iceberg-jars``); skips otherwise, unless
 SPARKMARK_REQUIRE_ICEBERG=1.  Runs in its own pytest process (``make test-iceberg``)."""
@@ -347,3 +349,29 @@ def test_rollback_is_refused_when_later_snapshots_rewrote_the_runs_files(ice, ru
     assert t.ids() == [1, 2] and t.current() == current
     assert runner.version() == version
     assert [r["status"] for r in runner.ledger()] == ["SUCCEEDED", "SUCCEEDED"]
+
+
+def test_a_publish_that_fails_after_the_state_commit_is_finished_by_the_next_run(ice, runner):
+    t = Tables(ice)
+    t.insert(1, 2)
+    location = next(r[1] for r in ice.sql(f"DESCRIBE TABLE EXTENDED {t.tgt}").collect()
+                    if r[0] == "Location").replace("file:", "")
+    away = location + ".away"
+    job = Job(ice, state=runner.state, clock=runner.clock)
+    job.init(runner.name, {"job_bookmark_option": ENABLE})
+    job.write(job.read.table(t.src, transformation_ctx="src"), t.tgt, format="iceberg",
+              transformation_ctx="sink")
+    os.rename(location, away)  # the state commit will succeed, the cherry-pick cannot
+    try:
+        with pytest.raises(SinkError, match="cannot publish run .* retried by the next run"):
+            job.commit()
+    finally:
+        os.rename(away, location)
+    row = runner.ledger()[-1]
+    assert (row["status"], row["publish_state"]) == ("SUCCEEDED", "pending")
+    assert t.ids() == []  # committed, not yet published: nobody sees the rows
+    runner.clock.advance(60_000)
+    n, _ = runner.run(t)  # its init publishes the pending run; it finds nothing new itself
+    assert n == 0 and t.ids() == [1, 2]
+    assert [(r["status"], r["publish_state"]) for r in runner.ledger()] == [
+        ("SUCCEEDED", "done"), ("EMPTY", "done")]
