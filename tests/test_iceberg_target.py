@@ -108,7 +108,7 @@ class Runner:
     def __init__(self, spark, state, clock, name="ice_sink_job"):
         self.spark, self.state, self.clock, self.name = spark, state, clock, name
 
-    def run(self, t, between=None, after_write=None, target=None, options=None):
+    def run(self, t, between=None, after_write=None, target=None, options=None, stamp=True):
         job = Job(self.spark, state=self.state, clock=self.clock)
         job.init(self.name, {"job_bookmark_option": ENABLE})
         try:
@@ -116,7 +116,7 @@ class Runner:
             if between is not None:
                 df = between(df)
             n = job.write(df, target or t.tgt, format="iceberg", transformation_ctx="sink",
-                          options=options)
+                          options=options, stamp=stamp)
             if after_write is not None:
                 after_write(job)
         except BaseException as e:
@@ -254,6 +254,22 @@ def test_a_table_without_stamp_columns_names_the_alter_table(ice, runner):
     props = dict(ice.sql(f"SHOW TBLPROPERTIES {plain}").collect())
     assert "write.wap.enabled" not in props  # refused before touching the table
     assert runner.version() == 0
+
+
+def test_stamp_false_writes_dfs_columns_only_and_still_exactly_once(ice, runner):
+    t = Tables(ice)
+    plain = _name("plain")
+    ice.sql(f"CREATE TABLE {plain} (id BIGINT, v STRING) USING iceberg")
+    t.insert(1, 2)
+    n, run_id = runner.run(t, target=plain, stamp=False)
+    assert n == 2
+    n, _ = runner.run(t, target=plain, stamp=False)
+    assert n == 0
+    assert sorted(r[0] for r in ice.table(plain).collect()) == [1, 2]
+    current = ice.sql(f"SELECT snapshot_id FROM {plain}.refs WHERE name = 'main'").collect()[0][0]
+    summary = ice.sql(f"SELECT summary FROM {plain}.snapshots "
+                      f"WHERE snapshot_id = {current}").collect()[0][0]
+    assert summary["sparkmark.run-id"] == run_id  # the snapshot still names the run
 
 
 def test_a_table_of_another_format_and_bad_options_are_refused(ice, runner, tmp_path):
