@@ -3,6 +3,7 @@
     python benchmarks/crash.py --trials 300                 # file -> parquet target
     python benchmarks/crash.py --trials 300 --sink jdbc     # file -> PostgreSQL table
     python benchmarks/crash.py --trials 100 --sink s3       # file -> parquet on S3 (moto)
+    python benchmarks/crash.py --trials 50 --sink iceberg   # file -> Iceberg table (Spark 3.5)
     python benchmarks/crash.py --trials 20 --sink both      # what CI runs (tests/test_crash.py)
 
 Each trial adds new input files (new records keep arriving), starts the job in its own process
@@ -41,11 +42,26 @@ PHASES = {
 }
 #: on S3 a publish copies every object (no rename): give the kill a wider window inside it
 S3_PHASES = {**PHASES, "commit": ("in-commit", 1.5)}
+#: an Iceberg publish is Spark SQL (snapshot lookup, cherry-pick): the window covers the state
+#: commit, the time between it and the cherry-pick, and the cherry-pick itself
+ICEBERG_PHASES = {**PHASES, "commit": ("in-commit", 2.0)}
+ICEBERG_TABLE = "local.db.crash_target"
 
 
 def s3_conf() -> dict[str, str]:
-    """The worker's s3a session settings, handed down by the harness (``--sink s3``)."""
+    """The worker's extra session settings, handed down by the harness: s3a (``--sink s3``)
+    or the Iceberg catalog and jars (``--sink iceberg``)."""
     return json.loads(os.environ.get("SPARKMARK_CRASH_S3") or "{}")
+
+
+def iceberg_conf(workdir: Path) -> dict[str, str]:
+    """A Hadoop catalog ``local`` under ``workdir/wh`` with the Iceberg jars (Spark 3.5)."""
+    from sparkmark.devtools.iceberg import iceberg_jars, iceberg_session_conf
+    from sparkmark.spark import jdbc_jars
+    jars = iceberg_jars(fetch=False)
+    conf = iceberg_session_conf(str(workdir / "wh"), jars=jars)
+    conf["spark.jars"] = ",".join(jdbc_jars() + jars)
+    return conf
 
 
 # ---------------------------------------------------------------------------- the job
@@ -57,6 +73,10 @@ def worker(a: argparse.Namespace) -> None:
         print(m, flush=True)
 
     spark = local_session("crash-worker", cores=1, extra_conf=s3_conf())
+    if a.sink == "iceberg":  # the user's own setup, done before the run (and any kill)
+        spark.sql("CREATE NAMESPACE IF NOT EXISTS local.db")
+        spark.sql(f"CREATE TABLE IF NOT EXISTS {ICEBERG_TABLE} (id STRING, v BIGINT, _rescued_data STRING, "
+                  "sm_run_id STRING, sm_snapshot_ts TIMESTAMP) USING iceberg")
     job = Job(spark, state=a.state)
     job.init(JOB, ["--job-bookmark-option", "job-bookmark-enable"])
     mark("before-read")
@@ -65,6 +85,8 @@ def worker(a: argparse.Namespace) -> None:
     mark("before-write")
     if a.sink in ("files", "s3"):
         job.write(df, a.target, format="parquet", transformation_ctx="sink")
+    elif a.sink == "iceberg":
+        job.write(df, ICEBERG_TABLE, format="iceberg", transformation_ctx="sink")
     else:
         job.write_jdbc(df, a.jdbc, "crash_target", properties={"user": "postgres"},
                        transformation_ctx="sink")
@@ -79,7 +101,11 @@ def worker(a: argparse.Namespace) -> None:
 
 def verify(a: argparse.Namespace) -> None:
     """Print the record ids in the target (with multiplicity) as JSON."""
-    if a.sink == "s3":
+    if a.sink == "iceberg":
+        from sparkmark.spark import local_session
+        spark = local_session("crash-verify", cores=1, extra_conf=s3_conf())
+        ids = [r.id for r in spark.table(ICEBERG_TABLE).select("id").collect()]
+    elif a.sink == "s3":
         from sparkmark.spark import local_session
         spark = local_session("crash-verify", cores=1, extra_conf=s3_conf())
         try:
@@ -184,7 +210,9 @@ def run_trials(trials: int, sink: str, seed: int, workdir: Path, log=print) -> d
     env = dict(os.environ, PYTHONPATH=str(ROOT / "src"), SPARKMARK_LEASE_SECONDS="30")
     if s3 is not None:
         env["SPARKMARK_CRASH_S3"] = json.dumps({**s3a_session_conf(), **s3.spark_conf()})
-    phases_of = S3_PHASES if s3 is not None else PHASES
+    if sink == "iceberg":
+        env["SPARKMARK_CRASH_S3"] = json.dumps(iceberg_conf(workdir))
+    phases_of = S3_PHASES if s3 is not None else ICEBERG_PHASES if sink == "iceberg" else PHASES
     expected: list[str] = []
     counter = [0]
     outcome: Counter = Counter()
@@ -225,6 +253,9 @@ def run_trials(trials: int, sink: str, seed: int, workdir: Path, log=print) -> d
             leftover_keys = [k for k in bucket.keys("target/") if "/_sparkmark_staging/" in k
                              or "/_temporary/" in k]
             s3.stop()
+    from sparkmark import Job
+    runs = Job(None, state=state).store.list_runs(job_name=JOB)
+    committed = sum(r["status"] in ("SUCCEEDED", "EMPTY") for r in runs)
     counts = Counter(ids)
     dupes = sorted(r for r, c in counts.items() if c > 1)
     missing = sorted(set(expected) - set(counts))
@@ -235,6 +266,8 @@ def run_trials(trials: int, sink: str, seed: int, workdir: Path, log=print) -> d
           and results[-1]["records_written"] == 0 and not leftover)
     return {"sink": sink, "trials": trials, "seed": seed, "phases": dict(phases),
             "killed": outcome["killed"], "completed_before_kill": outcome["completed"],
+            # killed after the state commit (in or before the publish): recovery published them
+            "committed_then_killed": committed - outcome["completed"] - len(results),
             "source_records": len(expected), "target_records": len(ids),
             "duplicates": len(dupes), "missing": len(missing), "unexpected": len(unexpected),
             "staging_left": leftover, "last_run": results[-1], "exactly_once": ok,
@@ -244,7 +277,8 @@ def run_trials(trials: int, sink: str, seed: int, workdir: Path, log=print) -> d
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--trials", type=int, default=300)
-    ap.add_argument("--sink", choices=("files", "jdbc", "s3", "both"), default="files")
+    ap.add_argument("--sink", choices=("files", "jdbc", "s3", "iceberg", "both"),
+                    default="files")
     ap.add_argument("--seed", type=int, default=20261121)
     ap.add_argument("--json", default=str(ROOT / "benchmarks" / "results" / "crash.json"))
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)

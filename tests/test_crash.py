@@ -4,6 +4,7 @@ The full version is `python benchmarks/crash.py --trials 300 [--sink jdbc]`.
 CI runs a seeded few: 10 trials against a parquet target, 5 against a PostgreSQL table and 4
 against a parquet target on S3 (moto; publish by copy, kills inside it included)
 (SPARKMARK_CRASH_TRIALS / SPARKMARK_CRASH_JDBC_TRIALS / SPARKMARK_CRASH_S3_TRIALS change that).
+The Iceberg target's trials (``--sink iceberg``, Spark 3.5) run in tests/test_iceberg_target.py.
 """
 from __future__ import annotations
 

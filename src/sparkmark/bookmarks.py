@@ -88,8 +88,9 @@ class Bookmarks:
             bm.reset("orders", run_id=R)                       # -> 7
 
         ``remove_output=True`` also removes the output of every later SUCCEEDED/EMPTY run of
-        the job from its file targets (files ``sm-<run_id>-*``) and JDBC targets (rows by
-        ``sm_run_id``) and marks those runs ROLLED_BACK, so a re-run writes each record once.
+        the job from its file targets (files ``sm-<run_id>-*``), JDBC targets (rows by
+        ``sm_run_id``) and Iceberg targets (the run's data files, one commit per run; ``spark``
+        must know the table's catalog) and marks those runs ROLLED_BACK, so a re-run writes each record once.
         ``dry_run=True`` changes nothing and shows what would go. Both return a
         :class:`ResetPlan`::
 

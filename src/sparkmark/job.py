@@ -35,7 +35,7 @@ from .options import ENABLE, PAUSE, BookmarkArgs, parse_job_args
 from .run import FileRead, ReadMode, SourceBookmark, StagedOutput
 from .secrets import SecretSet
 from .sinks import publish as publish_
-from .sinks import write_files, write_jdbc
+from .sinks import write_files, write_jdbc, write_table
 from .sources.files import read_files
 from .sources.jdbc import read_jdbc
 from .sources.table import read_table
@@ -411,10 +411,17 @@ class Job:
         ``stamp=False`` leaves out the ``sm_run_id``/``sm_snapshot_ts`` columns (the files are
         still named ``sm-<run_id>-...``, which is what publish and rollback go by).
 
+        ``format="iceberg"`` with a table name (no ``/``) appends to an Apache Iceberg table
+        by write-audit-publish (:mod:`sparkmark.sinks.table`).
+
         Example: ``job.write(df, "out/orders", format="parquet", transformation_ctx="sink",
-        partition_by=["day"])``
+        partition_by=["day"])`` or ``job.write(df, "local.db.orders", format="iceberg")``
         """
         self.require_active("write")
+        if str(format).lower() == "iceberg" and "/" not in str(target):
+            return write_table(self, df, target, transformation_ctx=transformation_ctx,
+                               partition_by=partition_by, mode=mode, options=options,
+                               stamp_rows=stamp)
         return write_files(self, df, target, format=format, transformation_ctx=transformation_ctx,
                            partition_by=partition_by, mode=mode, options=dict(options or {}),
                            output_index=len(self._outputs), stamp_rows=stamp)

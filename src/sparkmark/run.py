@@ -19,7 +19,8 @@ up), then counts what it wrote::
     run.stage_output(FileOutput(target=..., staging=..., format="parquet"))
     run.add_written(n)
 
-Staged outputs are immutable records (:class:`FileOutput`, :class:`JdbcOutput`); the ledger
+Staged outputs are immutable records (:class:`FileOutput`, :class:`JdbcOutput`,
+:class:`TableOutput`); the ledger
 keeps their JSON form, and a JDBC output's credentials stay in memory only.
 """
 from __future__ import annotations
@@ -139,7 +140,30 @@ class JdbcOutput:
                 "properties": dict(self.properties), "ctx": self.ctx, "run_id": self.run_id}
 
 
-StagedOutput = Union[FileOutput, JdbcOutput]
+@dataclass(frozen=True)
+class TableOutput:
+    """A snapshot staged in an Apache Iceberg table (write-audit-publish), made current by
+    cherry-picking it at commit.  ``wap_id`` is the staged snapshot's ``wap.id``: unique per
+    write, so a publish can tell whether it already happened by walking the table's ancestry.
+
+    Example: ``TableOutput(target="local.db.orders", wap_id=R + "-1f2e3d4c", run_id=R,
+    ctx="sink")``
+    """
+
+    target: str
+    wap_id: str
+    run_id: str | None = None
+    ctx: str | None = None
+    format: str = "iceberg"
+    kind: str = field(default="iceberg", init=False)
+
+    def to_record(self) -> dict[str, Any]:
+        """The JSON-able form kept in the ledger (``sm_runs.outputs``)."""
+        return {"kind": self.kind, "target": self.target, "wap_id": self.wap_id,
+                "run_id": self.run_id, "ctx": self.ctx, "format": self.format}
+
+
+StagedOutput = Union[FileOutput, JdbcOutput, TableOutput]
 
 
 def output_from_record(record: Mapping[str, Any]) -> StagedOutput:
@@ -157,6 +181,10 @@ def output_from_record(record: Mapping[str, Any]) -> StagedOutput:
                           columns=tuple(record.get("columns") or ()), url=record.get("url"),
                           properties=dict(record.get("properties") or {}),
                           run_id=record.get("run_id"), ctx=record.get("ctx"))
+    if kind == "iceberg":
+        return TableOutput(target=record["target"], wap_id=record["wap_id"],
+                           run_id=record.get("run_id"), ctx=record.get("ctx"),
+                           format=record.get("format", "iceberg"))
     raise ValueError(f"unknown staged output kind {kind!r} in the ledger")
 
 

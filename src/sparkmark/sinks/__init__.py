@@ -2,6 +2,7 @@
 
 - :mod:`.files`: file targets (stage under ``_sparkmark_staging``, publish by rename);
 - :mod:`.jdbc`: database tables (stage in ``<table>__sm_stage``, publish in one transaction);
+- :mod:`.table`: Apache Iceberg tables (stage an unpublished WAP snapshot, cherry-pick it);
 - :mod:`.publish`: publish / discard / remove / recover, one dispatch on the typed outputs;
 - :mod:`.stamping`: the stamp columns and the one-pass row count they share.
 
@@ -14,7 +15,8 @@ from .jdbc import write_jdbc
 from .publish import (discard_outputs, outputs_of, publish_outputs, recover_job_outputs,
                       remove_run_output)
 from .stamping import FILE_PREFIX, RUN_ID_COL, SNAPSHOT_COL, STAGING_DIR, stamp
+from .table import write_table
 
 __all__ = ["FILE_PREFIX", "RUN_ID_COL", "SNAPSHOT_COL", "STAGING_DIR", "discard_outputs",
            "outputs_of", "publish_outputs", "recover_job_outputs", "remove_run_output", "stamp",
-           "write_files", "write_jdbc"]
+           "write_files", "write_jdbc", "write_table"]

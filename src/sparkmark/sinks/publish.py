@@ -13,10 +13,11 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
-from ..run import FileOutput, JdbcOutput, StagedOutput, output_from_record
+from ..run import FileOutput, JdbcOutput, StagedOutput, TableOutput, output_from_record
 from ..status import PublishState, RunStatus
 from .files import discard_files, publish_files, remove_published_files
 from .jdbc import discard_jdbc, publish_jdbc, remove_jdbc_run
+from .table import discard_table, publish_table, remove_table_run
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -39,7 +40,7 @@ def records(outputs: Iterable[StagedOutput]) -> str | None:
 
 
 def _as_outputs(outputs: Iterable[StagedOutput | Mapping[str, Any]]) -> list[StagedOutput]:
-    return [o if isinstance(o, (FileOutput, JdbcOutput)) else output_from_record(o)
+    return [o if isinstance(o, (FileOutput, JdbcOutput, TableOutput)) else output_from_record(o)
             for o in outputs]
 
 
@@ -58,6 +59,8 @@ def publish_outputs(spark: "SparkSession", store: "StateStore", run_id: str,
     for out in outs:
         if isinstance(out, FileOutput):
             publish_files(spark, run_id, out)
+        elif isinstance(out, TableOutput):
+            publish_table(spark, run_id, out)
         else:
             done = publish_jdbc(spark, run_id, out, (credentials or {}).get(out.target)) and done
     if done:
@@ -72,6 +75,8 @@ def discard_outputs(spark: "SparkSession", outputs: Iterable[StagedOutput | Mapp
     for out in _as_outputs(outputs):
         if isinstance(out, FileOutput):
             discard_files(spark, out)
+        elif isinstance(out, TableOutput):
+            done = discard_table(spark, out) and done
         else:
             done = discard_jdbc(spark, out, (credentials or {}).get(out.target),
                                 run_id) and done
@@ -87,6 +92,8 @@ def remove_run_output(spark: "SparkSession", run_id: str,
     for out in _as_outputs(outputs):
         if isinstance(out, FileOutput):
             removed.extend(remove_published_files(spark, run_id, out, dry_run=dry_run))
+        elif isinstance(out, TableOutput):
+            removed.extend(remove_table_run(spark, run_id, out, dry_run=dry_run))
         else:
             removed.extend(remove_jdbc_run(spark, run_id, out,
                                            (credentials or {}).get(out.target), dry_run=dry_run))
@@ -110,7 +117,7 @@ def recover_job_outputs(spark: "SparkSession", store: "StateStore", job_name: st
                 row["publish_state"] == PublishState.REMOVING:
             # a rollback whose removal a crash interrupted: finish it once every target is
             # reachable (files always; JDBC tables when this run brought their credentials)
-            if all(isinstance(o, FileOutput) or (credentials or {}).get(o.target)
+            if all(isinstance(o, (FileOutput, TableOutput)) or (credentials or {}).get(o.target)
                    for o in outs):
                 finish_removals(spark, store, [row], credentials)
             continue

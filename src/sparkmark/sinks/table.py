@@ -1,0 +1,324 @@
+"""Exactly-once Apache Iceberg targets by write-audit-publish (SPEC §12, "Table targets").
+
+``write_table`` stages the run's rows as an Iceberg snapshot that is *not* made current: the
+table gets ``write.wap.enabled=true`` once, and the write runs with ``spark.wap.id`` set to a
+WAP id unique to this write (``<run_id>-<8 hex>``), recorded in the ledger first
+(:class:`~sparkmark.run.TableOutput`).  The staged snapshot's summary names the job and the run
+(``sparkmark.job``, ``sparkmark.run-id``, ``sparkmark.snapshot-ts``, ``sparkmark.ctx``).
+Readers of the table (its ``main`` branch) see none of it.
+
+After the state store commit, :func:`publish_table` makes it current with
+``CALL <catalog>.system.cherrypick_snapshot(...)`` (a fast-forward when nobody committed in
+between, so the current snapshot is the stamped one; otherwise a new snapshot whose summary has
+``published-wap-id`` and ``source-snapshot-id``).  Before that it walks the ancestry of the
+table's current snapshot for that WAP id (as Spark's streaming sink walks it for its epoch id):
+found means the publish already happened, so repeating a publish after a crash never adds the
+rows twice (Iceberg itself also refuses a second cherry-pick of one WAP id).  A run that does not
+commit leaves its staged snapshot unpublished and unreferenced; Iceberg's ``expire_snapshots``
+removes it and its files with the rest of the table's old snapshots.  Rollback
+(:func:`remove_table_run`) drops the data files a run published, in one table commit, or
+refuses when later snapshots rewrote them.
+
+    n = write_table(run, df, "local.db.orders", transformation_ctx="sink")
+"""
+from __future__ import annotations
+
+import re
+import secrets
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
+
+from ..errors import ConfigError, JobStateError, SinkError
+from ..run import RunContext, TableOutput
+from .stamping import checked_run_id, stamp
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+#: the summary keys every staged snapshot carries
+JOB_PROP, RUN_PROP, SNAPSHOT_PROP, CTX_PROP = ("sparkmark.job", "sparkmark.run-id",
+                                               "sparkmark.snapshot-ts", "sparkmark.ctx")
+WAP_PROP = "write.wap.enabled"
+_PART = r"(?:[A-Za-z_][A-Za-z0-9_]*|`[^`]+`)"
+_TABLE = re.compile(rf"{_PART}(?:\.{_PART}){{1,}}")
+_WAP_ID = re.compile(r"^[0-9a-f]{32}-[0-9a-f]{8}$")
+#: writer options sparkmark sets itself or that would bypass the staging
+_REJECTED = ("branch", "wap-id")
+
+
+def write_table(run: RunContext, df: "DataFrame", table: str, *,
+                transformation_ctx: str | None = None,
+                partition_by: Sequence[str] | None = None, mode: str = "append",
+                options: Mapping[str, Any] | None = None, stamp_rows: bool = True) -> int:
+    """Stage ``df`` (stamped) as an unpublished snapshot of Iceberg table ``table``; returns
+    the rows written.  The snapshot becomes visible when the run commits (``publish_table``).
+
+    The table must exist (the error gives a ``CREATE TABLE`` for ``df``'s columns); with
+    ``stamp_rows`` (the default) it needs the ``sm_run_id``/``sm_snapshot_ts`` columns too.
+
+    Example: ``write_table(job, df, "local.db.orders", transformation_ctx="sink")``
+    """
+    if not isinstance(table, str) or not _TABLE.fullmatch(table.strip()):
+        raise ConfigError(f"an Iceberg target is a table name such as catalog.db.table, not "
+                          f"{table!r}")
+    table = table.strip()
+    if mode != "append":
+        raise ConfigError(f"write mode {mode!r} is not supported for Iceberg targets: each run's "
+                          "rows are appended exactly once (mode='append')")
+    if partition_by:
+        raise ConfigError("partition_by does not apply to an Iceberg target: the table's own "
+                          "partition spec decides (ALTER TABLE ... ADD PARTITION FIELD)")
+    opts = {str(k): str(v) for k, v in dict(options or {}).items()}
+    bad = [k for k in opts if k.lower() in _REJECTED or k.lower().startswith(
+        "snapshot-property.sparkmark.")]
+    if bad:
+        raise ConfigError(f"writer option(s) {bad} cannot be used with job.write to an Iceberg "
+                          "table: sparkmark stages and publishes the snapshot itself")
+    run_id, snapshot_ts, job = run.run_id, run.snapshot_ts, run.job_name
+    if run_id is None or snapshot_ts is None:
+        raise JobStateError("write() needs a running job: call job.init(name, args) first")
+    checked_run_id(run_id)
+    spark = run.spark
+    stamped = stamp(df, run_id, snapshot_ts) if stamp_rows else df
+    have = table_columns(spark, table, stamped)
+    missing = [c for c in stamped.columns if c.lower() not in have]
+    if missing:
+        adds = ", ".join(f"{f.name} {f.dataType.simpleString()}" for f in stamped.schema.fields
+                         if f.name in missing)
+        raise SinkError(f"Iceberg table {table} has no column(s) {missing}; add them with "
+                        f"ALTER TABLE {table} ADD COLUMNS ({adds})"
+                        + (" (sparkmark stamps every row with its run; pass stamp=False to "
+                           "write df's columns only)" if stamp_rows else "")
+                        + "; nothing was written or committed")
+    _enable_wap(spark, table)
+    wap_id = f"{run_id}-{secrets.token_hex(4)}"
+    # In the ledger before the snapshot exists: a crash from here on is cleaned up (or rolled
+    # forward) by the next init, which knows what to look for.
+    run.stage_output(TableOutput(target=table, wap_id=wap_id, run_id=run_id,
+                                 ctx=transformation_ctx))
+    props = {f"snapshot-property.{JOB_PROP}": str(job), f"snapshot-property.{RUN_PROP}": run_id,
+             f"snapshot-property.{SNAPSHOT_PROP}": str(int(snapshot_ts))}
+    if transformation_ctx is not None:
+        props[f"snapshot-property.{CTX_PROP}"] = str(transformation_ctx)
+    before = spark.conf.get("spark.wap.id", None)
+    try:
+        spark.conf.set("spark.wap.id", wap_id)
+        stamped.writeTo(table).options(**opts).options(**props).append()
+    except Exception as e:  # noqa: BLE001 - Spark analysis errors, py4j errors
+        raise SinkError(f"writing to Iceberg table {table} failed: {_short(e)}; nothing was "
+                        "published") from None
+    finally:
+        if before is None:
+            spark.conf.unset("spark.wap.id")
+        else:
+            spark.conf.set("spark.wap.id", before)
+    staged = [s for s in wap_snapshots(spark, table, wap_id) if not s["published"]]
+    if not staged:
+        raise SinkError(f"the write to Iceberg table {table} staged no snapshot with wap.id "
+                        f"{wap_id} (was {WAP_PROP} turned off meanwhile?); nothing was published")
+    n = int(staged[0]["added_records"])
+    run.add_written(n)
+    return n
+
+
+def table_columns(spark: "SparkSession", table: str, df: "DataFrame | None" = None) -> set[str]:
+    """The lower-cased column names of Iceberg table ``table``, after checking it exists and is
+    an Iceberg table (else one :class:`SinkError` saying how to fix it).
+
+    Example: ``"sm_run_id" in table_columns(spark, "local.db.orders")``
+    """
+    try:
+        exists = spark.catalog.tableExists(table)
+    except Exception as e:  # noqa: BLE001 - an unknown catalog, a malformed name
+        raise SinkError(f"cannot look up table {table}: {_short(e)}; an Iceberg target is "
+                        "catalog.db.table in a catalog configured as "
+                        "org.apache.iceberg.spark.SparkCatalog") from None
+    if not exists:
+        ddl = ""
+        if df is not None:
+            cols = ", ".join(f"{f.name} {f.dataType.simpleString()}" for f in df.schema.fields)
+            ddl = f": CREATE TABLE {table} ({cols}) USING iceberg"
+        raise SinkError(f"Iceberg table {table} does not exist; sparkmark appends to an existing "
+                        f"table only, so create it first{ddl}; nothing was written or committed")
+    try:
+        spark.sql(f"SELECT snapshot_id FROM {table}.refs LIMIT 1").collect()
+    except Exception as e:  # noqa: BLE001
+        raise SinkError(f"table {table} is not an Apache Iceberg table (it has no snapshot "
+                        f"metadata: {_short(e)}); job.write(..., format='iceberg') writes to "
+                        "tables of a catalog configured as org.apache.iceberg.spark.SparkCatalog"
+                        "; nothing was written or committed") from None
+    return {c.lower() for c in spark.table(table).columns}
+
+
+def _enable_wap(spark: "SparkSession", table: str) -> None:
+    rows = spark.sql(f"SHOW TBLPROPERTIES {table}").collect()
+    if any(r[0] == WAP_PROP and str(r[1]).lower() == "true" for r in rows):
+        return
+    try:  # a metadata-only commit; writers that do not set spark.wap.id are not affected
+        spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ('{WAP_PROP}'='true')")
+    except Exception as e:  # noqa: BLE001
+        raise SinkError(f"cannot set {WAP_PROP}=true on Iceberg table {table}, which "
+                        f"sparkmark needs to stage a run's snapshot: {_short(e)}") from None
+
+
+def wap_snapshots(spark: "SparkSession", table: str, wap_id: str) -> list[dict[str, Any]]:
+    """The snapshots of ``table`` staged or published under ``wap_id``: dicts with
+    ``snapshot_id``, ``staged`` (its ``wap.id`` is ``wap_id``), ``published`` (an ancestor of
+    the current snapshot that staged or cherry-picked it), ``added_records``, ``added_files``.
+
+    Example: ``any(s["published"] for s in wap_snapshots(spark, "local.db.t", out.wap_id))``
+    """
+    if not _WAP_ID.match(wap_id):
+        raise SinkError(f"{wap_id!r} is not a sparkmark WAP id; the ledger row is damaged")
+    rows = spark.sql(
+        f"SELECT s.snapshot_id, s.summary['wap.id'] AS staged, "
+        f"s.summary['published-wap-id'] AS published, s.summary['added-records'] AS added, "
+        f"s.summary['added-data-files'] AS files, "
+        f"coalesce(h.is_current_ancestor, false) AS ancestor "
+        f"FROM {table}.snapshots s LEFT JOIN {table}.history h ON s.snapshot_id = h.snapshot_id "
+        f"WHERE s.summary['wap.id'] = '{wap_id}' OR s.summary['published-wap-id'] = '{wap_id}'"
+    ).collect()
+    return [{"snapshot_id": int(r[0]), "staged": r[1] == wap_id,
+             "published": bool(r[5]), "added_records": int(r[3] or 0),
+             "added_files": int(r[4] or 0)} for r in rows]
+
+
+def publish_table(spark: "SparkSession", run_id: str, out: TableOutput) -> None:
+    """Make run ``run_id``'s staged snapshot current (idempotent: nothing happens when the
+    table's ancestry already holds it).
+
+    Example: ``publish_table(spark, run_id, TableOutput("local.db.t", wap_id, run_id))``
+    """
+    checked_run_id(run_id)
+    try:
+        found = wap_snapshots(spark, out.target, out.wap_id)
+    except SinkError:
+        raise
+    except Exception as e:  # noqa: BLE001 - the table was dropped, the catalog is gone
+        raise SinkError(f"cannot publish run {run_id} to Iceberg table {out.target}: "
+                        f"{_short(e)}; the run stays 'pending' and is retried by the next "
+                        "run of the job") from None
+    if any(s["published"] for s in found):
+        return
+    staged = [s for s in found if s["staged"]]
+    if not staged:
+        raise SinkError(
+            f"cannot publish run {run_id} to Iceberg table {out.target}: its staged snapshot "
+            f"(wap.id {out.wap_id}) is gone (expired before the publish?), so its rows are "
+            "lost; the run stays 'pending' in the ledger. Roll it back and rerun it "
+            "('sparkmark bookmark reset' to the run before)")
+    if staged[0]["added_records"] == 0:
+        return  # nothing to show readers: an empty snapshot would only move the table
+    catalog, ident = _split(spark, out.target)
+    try:
+        spark.sql(f"CALL {catalog}.system.cherrypick_snapshot('{ident}', "
+                  f"{staged[0]['snapshot_id']})").collect()
+    except Exception as e:  # noqa: BLE001
+        if "DuplicateWAPCommitException" in str(e):  # published meanwhile: Iceberg refuses
+            return
+        raise SinkError(f"cannot publish run {run_id} to Iceberg table {out.target}: "
+                        f"{_short(e)}; the run stays 'pending' and is retried by the next "
+                        "run of the job") from None
+
+
+def discard_table(spark: "SparkSession", out: TableOutput) -> bool:
+    """A run that did not commit: its staged snapshot stays unpublished (its WAP id is never
+    published by anyone), and ``expire_snapshots`` removes it with the table's old snapshots.
+
+    Expiring it here would also expire the table's other snapshots older than its
+    ``history.expire.max-snapshot-age-ms`` (Iceberg applies that default to every expiry), a
+    change to the user's table sparkmark does not make on its own.
+
+    Example: ``discard_table(spark, out)  # True``
+    """
+    return True
+
+
+def _split(spark: "SparkSession", table: str) -> tuple[str, str]:
+    """``catalog`` and ``db.table`` for a CALL (a two-part name is in the current catalog)."""
+    parts = re.findall(_PART, table)
+    if len(parts) >= 3:
+        return parts[0], ".".join(parts[1:])
+    return spark.catalog.currentCatalog(), ".".join(parts)
+
+
+def _short(e: BaseException) -> str:
+    text = str(e).strip()
+    return text.splitlines()[0][:500] if text else type(e).__name__
+
+
+
+def remove_table_run(spark: "SparkSession", run_id: str, out: TableOutput,
+                     dry_run: bool = False) -> list[str]:
+    """Rollback: remove the data files run ``run_id`` published into Iceberg table
+    ``out.target`` in one table commit (a ``delete`` snapshot whose summary has
+    ``sparkmark.rollback-of``).  Refused, with nothing changed, when later snapshots rewrote
+    some of those files (compaction, an overwrite, a delete); nothing to do when they are all
+    gone already (a removal a crash interrupted after its commit).  Returns what was removed.
+
+    Example: ``remove_table_run(spark, run_id, out, dry_run=True)  # ['local.db.t: 2 files ...']``
+    """
+    checked_run_id(run_id)
+    try:
+        published = [s for s in wap_snapshots(spark, out.target, out.wap_id) if s["published"]]
+        if not published:
+            return []  # never published (an empty run), or the table's main was rolled back
+        snap = published[0]
+        live = [str(r[0]) for r in spark.sql(
+            f"SELECT data_file.file_path FROM {out.target}.entries "
+            f"WHERE snapshot_id = {snap['snapshot_id']} AND status < 2 "
+            "AND data_file.content = 0").collect()]
+    except SinkError:
+        raise
+    except Exception as e:  # noqa: BLE001 - the table was dropped, the catalog is gone
+        raise SinkError(f"cannot roll back run {run_id} in Iceberg table {out.target}: "
+                        f"{_short(e)}; the table was not changed") from None
+    if not live and _rolled_back(spark, out.target, run_id):
+        return []  # removed by an earlier rollback (a crash interrupted it after its commit)
+    if len(live) != snap["added_files"]:
+        raise SinkError(
+            f"cannot roll back run {run_id} in Iceberg table {out.target}: later snapshots "
+            f"rewrote its data files ({snap['added_files'] - len(live)} of "
+            f"{snap['added_files']} are no longer live: compaction, an overwrite or a delete), "
+            "so its rows cannot be removed exactly; the table was not changed. Delete them by "
+            "hand "
+            f"(DELETE FROM {out.target} WHERE sm_run_id = '{run_id}' if the rows are stamped) "
+            "and reset the bookmark without --remove-output")
+    what = [f"{out.target}: {len(live)} data file(s), {snap['added_records']} rows of run "
+            f"{run_id} (snapshot {snap['snapshot_id']})"]
+    if dry_run:
+        return what
+    try:
+        jvm: Any = spark.sparkContext._jvm
+        table = jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(
+            spark._jsparkSession, out.target)
+        # DataFile objects, never path strings: py4j would pick SnapshotProducer's
+        # deleteFile(String), which deletes the file itself and leaves it in the table
+        wanted, files = set(live), []
+        it = table.snapshot(snap["snapshot_id"]).addedDataFiles(table.io()).iterator()
+        while it.hasNext():
+            f = it.next()
+            if str(f.location()) in wanted:
+                files.append(f)
+        if len(files) != len(live):
+            raise SinkError(f"found {len(files)} of the {len(live)} data files to remove")
+        op = table.newDelete()
+        for f in files:
+            op.deleteFile(f)
+        op.validateFilesExist()
+        op.set("sparkmark.rollback-of", run_id)
+        op.set(RUN_PROP, run_id)
+        op.commit()
+        spark.sql(f"REFRESH TABLE {out.target}")
+    except Exception as e:  # noqa: BLE001
+        raise SinkError(f"rolling back run {run_id} in Iceberg table {out.target} failed: "
+                        f"{_short(e)}; the table was not changed (its commit is atomic)"
+                        ) from None
+    return what
+
+
+def _rolled_back(spark: "SparkSession", table: str, run_id: str) -> bool:
+    """Whether the ancestry of ``table``'s current snapshot has the rollback of ``run_id``."""
+    return bool(spark.sql(
+        f"SELECT 1 FROM {table}.snapshots s JOIN {table}.history h "
+        "ON s.snapshot_id = h.snapshot_id WHERE h.is_current_ancestor "
+        f"AND s.summary['sparkmark.rollback-of'] = '{checked_run_id(run_id)}'").collect())
