@@ -110,10 +110,10 @@ test35: install35 jars
 	SPARKMARK_TEST_GLUE_S3=$${SPARKMARK_TEST_GLUE_S3_35:-0} \
 	$(BIN35)/python -m pytest -q -p no:cacheprovider --durations=10 $(SUITES35)
 
-# Iceberg tables as a source (Spark 3.5), in a pytest process of its own; ~30 s plus the jars'
-# first build
-test-iceberg: iceberg-jars
-	SPARKMARK_REQUIRE_ICEBERG=1 SPARKMARK_TEST_SESSIONS=classic \
+# Iceberg tables as sources and targets (Spark 3.5; warehouses on disk and on s3a:// moto), in
+# a pytest process of its own; ~4 min plus the jars' first build
+test-iceberg: iceberg-jars jars
+	SPARKMARK_REQUIRE_ICEBERG=1 SPARKMARK_REQUIRE_S3=1 SPARKMARK_TEST_SESSIONS=classic \
 	SPARKMARK_TEST_BACKENDS=$${SPARKMARK_TEST_BACKENDS35:-sqlite} \
 	$(BIN35)/python -m pytest -q -p no:cacheprovider --durations=5 $(ICEBERG_SUITES35)
 
