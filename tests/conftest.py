@@ -206,6 +206,59 @@ def state_url(request, tmp_path) -> str:
     return server.create_database(f"t{os.getpid()}_{next(_counter)}")
 
 
+# ---------------------------------------------------------------------- Iceberg
+ICEBERG_REQUIRED = os.environ.get("SPARKMARK_REQUIRE_ICEBERG") == "1"  # `make test-iceberg`
+
+
+def iceberg_unavailable(why: str) -> None:
+    """Skip, or fail under SPARKMARK_REQUIRE_ICEBERG=1."""
+    if ICEBERG_REQUIRED:
+        pytest.fail(f"SPARKMARK_REQUIRE_ICEBERG=1 but {why}")
+    pytest.skip(why)
+
+
+def iceberg_jar_paths() -> list[str]:
+    """The Iceberg jars from the cache (Spark 3.5 only), or skip/fail."""
+    import pyspark
+    if not pyspark.__version__.startswith("3.5."):
+        iceberg_unavailable(f"Iceberg is tested on Spark 3.5 only (this is {pyspark.__version__})")
+    from sparkmark.devtools.iceberg import iceberg_jars
+    try:
+        return iceberg_jars(fetch=False)
+    except FileNotFoundError as e:
+        iceberg_unavailable(str(e))
+    return []
+
+
+@pytest.fixture(scope="session")
+def ice(tmp_path_factory):
+    """A classic Spark 3.5 session with Iceberg's extensions, a Hadoop catalog ``local`` under
+    tmp (namespace ``local.db``) and the s3a connector (for ``s3a://`` warehouses).  It must be
+    the first session of its pytest process: `make test-iceberg` runs the Iceberg suites alone."""
+    jars = iceberg_jar_paths()
+    from pyspark.sql import SparkSession
+
+    from sparkmark.devtools.iceberg import EXTENSIONS, iceberg_session_conf
+    from sparkmark.spark import jdbc_jars, local_session
+    before = SparkSession.getActiveSession()
+    conf = iceberg_session_conf(str(tmp_path_factory.mktemp("iceberg-wh")), jars=jars)
+    s3a = s3_jars() or []
+    if s3a:
+        from sparkmark.devtools.s3 import s3a_session_conf
+        conf.update({k: v for k, v in s3a_session_conf(jars=s3a).items() if k != "spark.jars"})
+    conf["spark.jars"] = ",".join(jdbc_jars() + jars + s3a)
+    conf["spark.sql.warehouse.dir"] = str(tmp_path_factory.mktemp("spark-wh"))
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    spark = local_session("sparkmark-iceberg-tests", extra_conf=conf)
+    if EXTENSIONS not in spark.conf.get("spark.sql.extensions", ""):
+        iceberg_unavailable("a Spark session without Iceberg was already running in this "
+                            "process; run the Iceberg suites in a pytest process of their own")
+    spark.sql("CREATE NAMESPACE IF NOT EXISTS local.db")
+    yield spark
+    if before is None:
+        spark.stop()
+
+
 # ---------------------------------------------------------------------- S3
 @pytest.fixture(scope="session")
 def s3_server():

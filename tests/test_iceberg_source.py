@@ -11,7 +11,6 @@ from __future__ import annotations
 import itertools
 import json
 import os
-import sys
 
 import pytest
 
@@ -19,47 +18,7 @@ from sparkmark import Bookmarks, Job
 from sparkmark.errors import ConfigError, SourceError
 from sparkmark.options import DISABLE, ENABLE, PAUSE
 
-REQUIRED = os.environ.get("SPARKMARK_REQUIRE_ICEBERG") == "1"
 _counter = itertools.count()
-
-
-def _unavailable(why: str):
-    if REQUIRED:
-        pytest.fail(f"SPARKMARK_REQUIRE_ICEBERG=1 but {why}")
-    pytest.skip(why)
-
-
-@pytest.fixture(scope="module")
-def ice(tmp_path_factory):
-    import pyspark
-    if not pyspark.__version__.startswith("3.5."):
-        _unavailable(f"Iceberg is tested on Spark 3.5 only (this is {pyspark.__version__})")
-    from sparkmark.devtools.iceberg import EXTENSIONS, iceberg_jars, iceberg_session_conf
-    try:
-        jars = iceberg_jars(fetch=False)
-    except FileNotFoundError as e:
-        _unavailable(str(e))
-    from pyspark.sql import SparkSession
-
-    from sparkmark.spark import jdbc_jars, local_session
-    before = SparkSession.getActiveSession()
-    warehouse = str(tmp_path_factory.mktemp("iceberg-wh"))
-    conf = iceberg_session_conf(warehouse, jars=jars)
-    from conftest import s3_jars  # the s3a connector too, for the s3a:// warehouse
-    s3a = s3_jars() or []
-    if s3a:
-        from sparkmark.devtools.s3 import s3a_session_conf
-        conf.update({k: v for k, v in s3a_session_conf(jars=s3a).items() if k != "spark.jars"})
-    conf["spark.jars"] = ",".join(jdbc_jars() + jars + s3a)
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    spark = local_session("sparkmark-iceberg-tests", extra_conf=conf)
-    if EXTENSIONS not in spark.conf.get("spark.sql.extensions", ""):
-        _unavailable("a Spark session without Iceberg was already running in this process; "
-                     "run tests/test_iceberg_source.py in its own pytest process")
-    spark.sql("CREATE NAMESPACE IF NOT EXISTS local.db")
-    yield spark
-    if before is None:
-        spark.stop()
 
 
 @pytest.fixture(params=["local", "s3a"])

@@ -15,7 +15,6 @@ import importlib.util
 import itertools
 import json
 import os
-import sys
 from pathlib import Path
 
 import pytest
@@ -25,49 +24,10 @@ from sparkmark.errors import ConfigError, SinkError
 from sparkmark.options import ENABLE
 from sparkmark.sinks.publish import outputs_of, publish_outputs
 
-REQUIRED = os.environ.get("SPARKMARK_REQUIRE_ICEBERG") == "1"
+from conftest import iceberg_jar_paths
+
 ROOT = Path(__file__).resolve().parents[1]
 _counter = itertools.count()
-
-
-def _unavailable(why: str):
-    if REQUIRED:
-        pytest.fail(f"SPARKMARK_REQUIRE_ICEBERG=1 but {why}")
-    pytest.skip(why)
-
-
-def _jars():
-    import pyspark
-    if not pyspark.__version__.startswith("3.5."):
-        _unavailable(f"Iceberg is tested on Spark 3.5 only (this is {pyspark.__version__})")
-    from sparkmark.devtools.iceberg import iceberg_jars
-    try:
-        return iceberg_jars(fetch=False)
-    except FileNotFoundError as e:
-        _unavailable(str(e))
-
-
-@pytest.fixture(scope="module")
-def ice(tmp_path_factory):
-    jars = _jars()
-    from pyspark.sql import SparkSession
-
-    from sparkmark.devtools.iceberg import EXTENSIONS, iceberg_session_conf
-    from sparkmark.spark import jdbc_jars, local_session
-    before = SparkSession.getActiveSession()
-    warehouse = str(tmp_path_factory.mktemp("iceberg-wh"))
-    conf = iceberg_session_conf(warehouse, jars=jars)
-    conf["spark.jars"] = ",".join(jdbc_jars() + jars)
-    conf["spark.sql.warehouse.dir"] = str(tmp_path_factory.mktemp("spark-wh"))
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    spark = local_session("sparkmark-iceberg-tests", extra_conf=conf)
-    if EXTENSIONS not in spark.conf.get("spark.sql.extensions", ""):
-        _unavailable("a Spark session without Iceberg was already running in this process; "
-                     "run tests/test_iceberg_target.py in its own pytest process")
-    spark.sql("CREATE NAMESPACE IF NOT EXISTS local.db")
-    yield spark
-    if before is None:
-        spark.stop()
 
 
 def _name(prefix):
@@ -296,7 +256,7 @@ def _crash():
 
 @pytest.mark.slow
 def test_random_sigkills_never_lose_or_duplicate_iceberg_rows(tmp_path):
-    _jars()
+    iceberg_jar_paths()
     trials = int(os.environ.get("SPARKMARK_CRASH_ICEBERG_TRIALS", "3"))
     # seed 4318's first three trials kill between write and commit, in the write, and in the
     # commit (state transaction, then the cherry-pick); report["committed_then_killed"] counts
