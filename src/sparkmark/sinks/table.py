@@ -28,6 +28,7 @@ import secrets
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from ..errors import ConfigError, JobStateError, SinkError
+from ..jvm import java_error_text
 from ..run import RunContext, TableOutput
 from .stamping import checked_run_id, stamp
 
@@ -104,7 +105,7 @@ def write_table(run: RunContext, df: "DataFrame", table: str, *,
         spark.conf.set("spark.wap.id", wap_id)
         stamped.writeTo(table).options(**opts).options(**props).append()
     except Exception as e:  # noqa: BLE001 - Spark analysis errors, py4j errors
-        raise SinkError(f"writing to Iceberg table {table} failed: {_short(e)}; nothing was "
+        raise SinkError(f"writing to Iceberg table {table} failed: {java_error_text(e)}; nothing was "
                         "published") from None
     finally:
         if before is None:
@@ -129,7 +130,7 @@ def table_columns(spark: "SparkSession", table: str, df: "DataFrame | None" = No
     try:
         exists = spark.catalog.tableExists(table)
     except Exception as e:  # noqa: BLE001 - an unknown catalog, a malformed name
-        raise SinkError(f"cannot look up table {table}: {_short(e)}; an Iceberg target is "
+        raise SinkError(f"cannot look up table {table}: {java_error_text(e)}; an Iceberg target is "
                         "catalog.db.table in a catalog configured as "
                         "org.apache.iceberg.spark.SparkCatalog") from None
     if not exists:
@@ -143,7 +144,7 @@ def table_columns(spark: "SparkSession", table: str, df: "DataFrame | None" = No
         spark.sql(f"SELECT snapshot_id FROM {table}.refs LIMIT 1").collect()
     except Exception as e:  # noqa: BLE001
         raise SinkError(f"table {table} is not an Apache Iceberg table (it has no snapshot "
-                        f"metadata: {_short(e)}); job.write(..., format='iceberg') writes to "
+                        f"metadata: {java_error_text(e)}); job.write(..., format='iceberg') writes to "
                         "tables of a catalog configured as org.apache.iceberg.spark.SparkCatalog"
                         "; nothing was written or committed") from None
     return {c.lower() for c in spark.table(table).columns}
@@ -157,7 +158,7 @@ def _enable_wap(spark: "SparkSession", table: str) -> None:
         spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ('{WAP_PROP}'='true')")
     except Exception as e:  # noqa: BLE001
         raise SinkError(f"cannot set {WAP_PROP}=true on Iceberg table {table}, which "
-                        f"sparkmark needs to stage a run's snapshot: {_short(e)}") from None
+                        f"sparkmark needs to stage a run's snapshot: {java_error_text(e)}") from None
 
 
 def wap_snapshots(spark: "SparkSession", table: str, wap_id: str) -> list[dict[str, Any]]:
@@ -195,7 +196,7 @@ def publish_table(spark: "SparkSession", run_id: str, out: TableOutput) -> None:
         raise
     except Exception as e:  # noqa: BLE001 - the table was dropped, the catalog is gone
         raise SinkError(f"cannot publish run {run_id} to Iceberg table {out.target}: "
-                        f"{_short(e)}; the run stays 'pending' and is retried by the next "
+                        f"{java_error_text(e)}; the run stays 'pending' and is retried by the next "
                         "run of the job") from None
     if any(s["published"] for s in found):
         return
@@ -216,7 +217,7 @@ def publish_table(spark: "SparkSession", run_id: str, out: TableOutput) -> None:
         if "DuplicateWAPCommitException" in str(e):  # published meanwhile: Iceberg refuses
             return
         raise SinkError(f"cannot publish run {run_id} to Iceberg table {out.target}: "
-                        f"{_short(e)}; the run stays 'pending' and is retried by the next "
+                        f"{java_error_text(e)}; the run stays 'pending' and is retried by the next "
                         "run of the job") from None
 
 
@@ -240,10 +241,6 @@ def _split(spark: "SparkSession", table: str) -> tuple[str, str]:
         return parts[0], ".".join(parts[1:])
     return spark.catalog.currentCatalog(), ".".join(parts)
 
-
-def _short(e: BaseException) -> str:
-    text = str(e).strip()
-    return text.splitlines()[0][:500] if text else type(e).__name__
 
 
 
@@ -271,7 +268,7 @@ def remove_table_run(spark: "SparkSession", run_id: str, out: TableOutput,
         raise
     except Exception as e:  # noqa: BLE001 - the table was dropped, the catalog is gone
         raise SinkError(f"cannot roll back run {run_id} in Iceberg table {out.target}: "
-                        f"{_short(e)}; the table was not changed") from None
+                        f"{java_error_text(e)}; the table was not changed") from None
     if not live and _rolled_back(spark, out.target, run_id):
         return []  # removed by an earlier rollback (a crash interrupted it after its commit)
     if len(live) != snap["added_files"]:
@@ -311,7 +308,7 @@ def remove_table_run(spark: "SparkSession", run_id: str, out: TableOutput,
         spark.sql(f"REFRESH TABLE {out.target}")
     except Exception as e:  # noqa: BLE001
         raise SinkError(f"rolling back run {run_id} in Iceberg table {out.target} failed: "
-                        f"{_short(e)}; the table was not changed (its commit is atomic)"
+                        f"{java_error_text(e)}; the table was not changed (its commit is atomic)"
                         ) from None
     return what
 

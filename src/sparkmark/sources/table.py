@@ -25,6 +25,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError, SourceError
+from ..jvm import java_error_text
 from ..planning import snapshots as sp
 from ..run import ReadMode, RunContext
 
@@ -129,7 +130,7 @@ def _sql(spark: Any, name: str, query: str) -> list[Any]:
     try:
         return list(spark.sql(query).collect())
     except Exception as e:  # noqa: BLE001 - Spark's analysis errors, py4j errors, Connect errors
-        raise SourceError(f"cannot read the snapshots of table {name}: {_short(e)}; "
+        raise SourceError(f"cannot read the snapshots of table {name}: {java_error_text(e)}; "
                           "job.read.table reads Apache Iceberg tables through a Spark catalog "
                           "(catalog.db.table); check the name and the session's catalog "
                           "settings") from None
@@ -148,9 +149,5 @@ def _load(spark: Any, name: str, plan: sp.TablePlan, opts: dict[str, str]) -> "D
         return df.limit(0) if plan.kind == sp.NOTHING else df
     except Exception as e:  # noqa: BLE001 - Spark resolves the table here
         raise SourceError(f"Spark cannot read table {name} ({plan.kind}, snapshots "
-                          f"{plan.after}..{plan.through}): {_short(e)}") from None
+                          f"{plan.after}..{plan.through}): {java_error_text(e)}") from None
 
-
-def _short(e: BaseException) -> str:
-    text = str(e).strip()
-    return text.splitlines()[0][:500] if text else type(e).__name__
