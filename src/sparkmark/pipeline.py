@@ -66,6 +66,10 @@ RUN_ID_COL = "sm_run_id"
 OUTPUT_CTX = "sm_module_output"
 LAYER_RANK = {"bronze": 0, "silver": 1, "gold": 2, "presentation": 3, "platinum": 3}
 FILE_FORMATS = WRITE_FORMATS
+#: a module whose format is this writes to an Apache Iceberg table (its target is a table name)
+TABLE_FORMAT = "iceberg"
+#: what ``@p.module(format=...)`` accepts
+MODULE_FORMATS: tuple[str, ...] = (*WRITE_FORMATS, TABLE_FORMAT)
 
 
 # ---------------------------------------------------------------------- module definition
@@ -416,12 +420,21 @@ class Pipeline:
         if not isinstance(target, str) or not target.strip():
             raise PipelineError(f"module {mid} needs a target path")
         fmt = str(format).lower()
-        if fmt not in FILE_FORMATS:
+        if fmt not in MODULE_FORMATS:
             raise PipelineError(f"module {mid}: unknown format {format!r}; use one of "
-                                f"{', '.join(FILE_FORMATS)}")
+                                f"{', '.join(MODULE_FORMATS)}")
         deps = tuple(_module_id(d) for d in (depends_on or ()))
         previous = None if take_over_from is None else self._take_over_job(mid, take_over_from)
         parts = (partition_by,) if isinstance(partition_by, str) else tuple(partition_by or ())
+        if fmt == TABLE_FORMAT:
+            if "/" in target or "\\" in target or ":" in target:
+                raise PipelineError(f"module {mid}: format='iceberg' writes to a table: target "
+                                    f"must be a table name such as catalog.db.table, not a path "
+                                    f"({target!r})")
+            if parts:
+                raise PipelineError(f"module {mid}: partition_by does not apply to an Iceberg "
+                                    "target; the table's own partition spec decides (ALTER "
+                                    "TABLE ... ADD PARTITION FIELD ...)")
 
         def register(fn):
             if not callable(fn):

@@ -27,11 +27,18 @@ The top-level ``connections`` section holds Glue connections for ``extract_jdbc_
     {"connections": {"pg-prod": {"url": "jdbc:postgresql://db:5432/hr", "user": "etl",
                                  "password_env": "PG_PASSWORD"}}}
 
+An Iceberg entry names a table of a Spark catalog configured as
+``org.apache.iceberg.spark.SparkCatalog``: ``{"db.orders": {"format": "iceberg", "table":
+"local.db.orders"}}`` (optional ``options``: the source's, e.g. ``onNonAppend``).  An Iceberg
+table found in the Spark catalog itself (``DESCRIBE TABLE EXTENDED`` says ``Provider:
+iceberg``; e.g. with ``spark.sql.defaultCatalog`` set to the Iceberg catalog) needs no entry.
+
 (Glue's property names ``JDBC_CONNECTION_URL``, ``USERNAME``, ``PASSWORD`` work too.)
 """
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Mapping
 
@@ -50,12 +57,19 @@ CONNECTION_KEYS = ("url", "user", "password", "password_env", "driver", "propert
 _GLUE_CONNECTION_NAMES = {"JDBC_CONNECTION_URL": "url", "USERNAME": "user",
                           "PASSWORD": "password", "JDBC_DRIVER_CLASS_NAME": "driver"}
 CONNECTIONS = "connections"
+ICEBERG_KEYS = ("format", "table", "options")
+_PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_TABLE_NAME = re.compile(r"(?:[A-Za-z_][A-Za-z0-9_]*|`[^`]+`)(?:\.(?:[A-Za-z_][A-Za-z0-9_]*|`[^`]+`))+")
 
 
 @dataclass(frozen=True)
 class CatalogTable:
-    """Where ``database.table`` lives: ``kind`` is ``files``, ``jdbc`` or ``spark`` (a view or
-    a table Spark reads but sparkmark cannot bookmark)."""
+    """Where ``database.table`` lives: ``kind`` is ``files``, ``jdbc``, ``iceberg`` (an Apache
+    Iceberg table: ``table`` is its name in a Spark catalog) or ``spark`` (a view or a table
+    Spark reads but sparkmark cannot bookmark).
+
+    Example: ``CatalogTable(name="db.t", kind="iceberg", source="test", table="local.db.t")``
+    """
 
     name: str
     kind: str
@@ -197,6 +211,8 @@ def parse_entry(name: str, entry: Any, source: str, base_dir: str | None = None,
         raise ConfigError(f"{where} must be an object with path/format or url/table, not "
                           f"{type(entry).__name__}")
     entry = dict(entry)
+    if str(entry.get("format") or "").strip().lower() == "iceberg":
+        return _iceberg_entry(name, entry, source, where)
     columns = _columns(where, entry.get("columns"))
     if "connection" in entry:
         conn_name = entry["connection"]
@@ -257,6 +273,22 @@ def parse_entry(name: str, entry: Any, source: str, base_dir: str | None = None,
                         columns=columns)
 
 
+def _iceberg_entry(name: str, entry: dict[str, Any], source: str, where: str) -> CatalogTable:
+    """``{"format": "iceberg", "table": "local.db.orders"}``: an Apache Iceberg table of a
+    Spark catalog (bookmarked by snapshot, written by write-audit-publish)."""
+    unknown = sorted(set(entry) - set(ICEBERG_KEYS))
+    if unknown:
+        raise ConfigError(f"{where}: unknown key(s) {unknown} for an Iceberg table; use "
+                          f"{', '.join(ICEBERG_KEYS)}")
+    table = entry.get("table")
+    if not isinstance(table, str) or not _TABLE_NAME.fullmatch(table.strip()):
+        raise ConfigError(f"{where}: an Iceberg entry needs 'table', the table's name in a "
+                          f"Spark catalog such as local.db.orders (got {table!r})")
+    return CatalogTable(name=name, kind="iceberg", source=source, table=table.strip(),
+                        options=as_options(entry.get("options"), f"{where}: options"),
+                        detail="an Apache Iceberg table")
+
+
 def find_in_mapping(data: Mapping[str, Any], name: str) -> Any:
     """The entry for ``name`` (exact key first, then case-insensitively), or ``None``."""
     if name in data:
@@ -285,6 +317,11 @@ def _spark_table(spark: "SparkSession", database: str, table: str) -> CatalogTab
         return CatalogTable(name=name, kind="files", source="the Spark catalog",
                             paths=(location,), format=provider,
                             format_options=_storage_properties(info.get("Storage Properties")))
+    if provider == "iceberg":
+        plain = all(_PLAIN.fullmatch(x) for x in (database, table))
+        return CatalogTable(name=name, kind="iceberg", source="the Spark catalog",
+                            table=f"{database}.{table}" if plain else qualified,
+                            detail="an Apache Iceberg table")
     detail = "a view" if kind_type == "VIEW" else f"a {provider or kind_type.lower()} table"
     return CatalogTable(name=name, kind="spark", source="the Spark catalog", table=qualified,
                         detail=detail)

@@ -458,6 +458,38 @@ def _write_files(spark: Any, job: "SparkmarkJob | None", df: "DataFrame", target
                         f"{str(e).strip().splitlines()[0][:300]}") from None
 
 
+def _read_iceberg(spark: Any, job: "SparkmarkJob | None", table: str, opts: dict[str, Any],
+                  ctx: str | None, call: str) -> "DataFrame":
+    """An Iceberg table: bookmarked by snapshot through ``job.read.table``; without a
+    sparkmark job, the table as it is (Glue's from_catalog without bookmarks)."""
+    if job is not None:
+        return job.read.table(table, transformation_ctx=ctx, options=opts)
+    own = [k for k in opts if k.lower() == "onnonappend"]
+    if own:
+        raise ConfigError(f"{call}: {own} applies to bookmarked reads; this script has no "
+                          "sparkmark job (call Job(glueContext).init(...) first)")
+    try:
+        return spark.read.format("iceberg").options(**{k: str(v) for k, v in opts.items()}
+                                                    ).load(table)
+    except Exception as e:  # noqa: BLE001
+        raise SourceError(f"{call}: cannot read Iceberg table {table}: "
+                          f"{str(e).strip().splitlines()[0][:300]}") from None
+
+
+def _write_iceberg(job: "SparkmarkJob | None", df: "DataFrame", table: str,
+                   ctx: str | None) -> None:
+    """Append to an Iceberg table: exactly once by write-audit-publish with a sparkmark job,
+    a plain append without one."""
+    if job is not None:
+        job.write(df, table, format="iceberg", transformation_ctx=ctx, stamp=_stamp())
+        return
+    try:
+        df.writeTo(table).append()
+    except Exception as e:  # noqa: BLE001
+        raise SinkError(f"writing to Iceberg table {table} failed: "
+                        f"{str(e).strip().splitlines()[0][:300]}") from None
+
+
 def _write_jdbc(job: "SparkmarkJob | None", df: "DataFrame", url: str, table: str,
                 props: dict[str, str], ctx: str | None) -> None:
     if job is not None:
@@ -818,6 +850,9 @@ class DynamicFrameReader:
             df = _read_jdbc(spark, job, str(table.url), str(table.table),
                             dict(table.properties), opts, ctx, call)
             df = _catalog.apply_columns(df, table, positional=False)
+        elif table.kind == "iceberg":
+            df = _read_iceberg(spark, job, str(table.table), {**table.options, **extra}, ctx,
+                               call)
         else:
             if ctx is not None and job is not None and job.bookmark_option != DISABLE:
                 raise ConfigError(
@@ -927,10 +962,16 @@ class DynamicFrameWriter:
         elif table.kind == "jdbc":
             _write_jdbc(job, frame.toDF(), str(table.url), str(table.table),
                         dict(table.properties), ctx)
+        elif table.kind == "iceberg":
+            if extra:
+                raise ConfigError(f"{call}: additional option(s) {sorted(extra)} do not apply "
+                                  f"to Iceberg table {table.name}; its partition spec and "
+                                  "properties are the table's own")
+            _write_iceberg(job, frame.toDF(), str(table.table), ctx)
         else:
             raise ConfigError(f"{call}: table {table.name} is {table.detail} in the Spark "
-                              "catalog; sparkmark writes files or JDBC tables: map it in "
-                              f"{_catalog.CATALOG_ENV}")
+                              "catalog; sparkmark writes files, JDBC tables or Apache Iceberg "
+                              f"tables: map it in {_catalog.CATALOG_ENV}")
         return frame
 
     def from_jdbc_conf(self, frame: Any = None, catalog_connection: Any = None,
