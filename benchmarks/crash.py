@@ -4,6 +4,7 @@
     python benchmarks/crash.py --trials 300 --sink jdbc     # file -> PostgreSQL table
     python benchmarks/crash.py --trials 100 --sink s3       # file -> parquet on S3 (moto)
     python benchmarks/crash.py --trials 50 --sink iceberg   # file -> Iceberg table (Spark 3.5)
+    python benchmarks/crash.py --trials 50 --sink iceberg-s3  # the same, warehouse on s3a (moto)
     python benchmarks/crash.py --trials 20 --sink both      # what CI runs (tests/test_crash.py)
 
 Each trial adds new input files (new records keep arriving), starts the job in its own process
@@ -28,6 +29,7 @@ import threading
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
@@ -54,13 +56,23 @@ def s3_conf() -> dict[str, str]:
     return json.loads(os.environ.get("SPARKMARK_CRASH_S3") or "{}")
 
 
-def iceberg_conf(workdir: Path) -> dict[str, str]:
-    """A Hadoop catalog ``local`` under ``workdir/wh`` with the Iceberg jars (Spark 3.5)."""
+ICEBERG_SINKS = ("iceberg", "iceberg-s3")
+
+
+def iceberg_conf(warehouse: str, s3: Any = None) -> dict[str, str]:
+    """A Hadoop catalog ``local`` whose warehouse is ``warehouse`` (a folder, or an
+    ``s3a://`` URL on the S3 server ``s3``) with the Iceberg jars (Spark 3.5)."""
     from sparkmark.devtools.iceberg import iceberg_jars, iceberg_session_conf
     from sparkmark.spark import jdbc_jars
     jars = iceberg_jars(fetch=False)
-    conf = iceberg_session_conf(str(workdir / "wh"), jars=jars)
-    conf["spark.jars"] = ",".join(jdbc_jars() + jars)
+    conf = iceberg_session_conf(warehouse, jars=jars)
+    extra: list[str] = []
+    if s3 is not None:
+        from sparkmark.devtools.s3 import s3a_jars, s3a_session_conf
+        extra = s3a_jars(fetch=False)
+        conf.update({k: v for k, v in {**s3a_session_conf(jars=extra), **s3.spark_conf()}.items()
+                     if k != "spark.jars"})
+    conf["spark.jars"] = ",".join(jdbc_jars() + jars + extra)
     return conf
 
 
@@ -73,7 +85,7 @@ def worker(a: argparse.Namespace) -> None:
         print(m, flush=True)
 
     spark = local_session("crash-worker", cores=1, extra_conf=s3_conf())
-    if a.sink == "iceberg":  # the user's own setup, done before the run (and any kill)
+    if a.sink in ICEBERG_SINKS:  # the user's own setup, done before the run (and any kill)
         spark.sql("CREATE NAMESPACE IF NOT EXISTS local.db")
         spark.sql(f"CREATE TABLE IF NOT EXISTS {ICEBERG_TABLE} (id STRING, v BIGINT, _rescued_data STRING, "
                   "sm_run_id STRING, sm_snapshot_ts TIMESTAMP) USING iceberg")
@@ -85,7 +97,7 @@ def worker(a: argparse.Namespace) -> None:
     mark("before-write")
     if a.sink in ("files", "s3"):
         job.write(df, a.target, format="parquet", transformation_ctx="sink")
-    elif a.sink == "iceberg":
+    elif a.sink in ICEBERG_SINKS:
         job.write(df, ICEBERG_TABLE, format="iceberg", transformation_ctx="sink")
     else:
         job.write_jdbc(df, a.jdbc, "crash_target", properties={"user": "postgres"},
@@ -101,7 +113,7 @@ def worker(a: argparse.Namespace) -> None:
 
 def verify(a: argparse.Namespace) -> None:
     """Print the record ids in the target (with multiplicity) as JSON."""
-    if a.sink == "iceberg":
+    if a.sink in ICEBERG_SINKS:
         from sparkmark.spark import local_session
         spark = local_session("crash-verify", cores=1, extra_conf=s3_conf())
         ids = [r.id for r in spark.table(ICEBERG_TABLE).select("id").collect()]
@@ -195,7 +207,7 @@ def run_trials(trials: int, sink: str, seed: int, workdir: Path, log=print) -> d
     inp.mkdir(parents=True, exist_ok=True)
     state = f"sqlite:///{workdir}/state.db"
     pg = s3 = None
-    if sink == "s3":
+    if sink in ("s3", "iceberg-s3"):
         from sparkmark.devtools.s3 import Bucket, s3a_session_conf, start_moto
         s3 = start_moto()
         bucket = Bucket(s3, "crash")
@@ -208,11 +220,14 @@ def run_trials(trials: int, sink: str, seed: int, workdir: Path, log=print) -> d
         base += ["--jdbc", f"jdbc:postgresql://127.0.0.1:{pg.port}/crash",
                  "--target-sa", sa_url]
     env = dict(os.environ, PYTHONPATH=str(ROOT / "src"), SPARKMARK_LEASE_SECONDS="30")
-    if s3 is not None:
+    if sink == "s3":
         env["SPARKMARK_CRASH_S3"] = json.dumps({**s3a_session_conf(), **s3.spark_conf()})
-    if sink == "iceberg":
-        env["SPARKMARK_CRASH_S3"] = json.dumps(iceberg_conf(workdir))
-    phases_of = S3_PHASES if s3 is not None else ICEBERG_PHASES if sink == "iceberg" else PHASES
+    elif sink == "iceberg":
+        env["SPARKMARK_CRASH_S3"] = json.dumps(iceberg_conf(str(workdir / "wh")))
+    elif sink == "iceberg-s3":
+        env["SPARKMARK_CRASH_S3"] = json.dumps(iceberg_conf(bucket.url("wh"), s3))
+    phases_of = (ICEBERG_PHASES if sink in ICEBERG_SINKS else S3_PHASES if s3 is not None
+                 else PHASES)
     expected: list[str] = []
     counter = [0]
     outcome: Counter = Counter()
@@ -277,7 +292,7 @@ def run_trials(trials: int, sink: str, seed: int, workdir: Path, log=print) -> d
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--trials", type=int, default=300)
-    ap.add_argument("--sink", choices=("files", "jdbc", "s3", "iceberg", "both"),
+    ap.add_argument("--sink", choices=("files", "jdbc", "s3", "iceberg", "iceberg-s3", "both"),
                     default="files")
     ap.add_argument("--seed", type=int, default=20261121)
     ap.add_argument("--json", default=str(ROOT / "benchmarks" / "results" / "crash.json"))

@@ -259,6 +259,24 @@ def ice(tmp_path_factory):
         spark.stop()
 
 
+@pytest.fixture(params=["local", "s3a"])
+def ice_catalog(request, ice):
+    """The Hadoop catalog ``local`` (a folder) or ``s3wh``, whose warehouse is
+    ``s3a://<bucket>/wh`` on the moto server (tables, metadata and manifests all on S3)."""
+    if request.param == "local":
+        return "local"
+    server = request.getfixturevalue("s3_server")  # skips (or fails in CI) without the jars
+    from sparkmark.devtools.s3 import Bucket
+    bucket = Bucket(server, f"ice-wh-{os.getpid()}")
+    server.configure(ice)
+    prefix = "spark.sql.catalog.s3wh"
+    ice.conf.set(prefix, "org.apache.iceberg.spark.SparkCatalog")
+    ice.conf.set(prefix + ".type", "hadoop")
+    ice.conf.set(prefix + ".warehouse", bucket.url("wh"))
+    ice.sql("CREATE NAMESPACE IF NOT EXISTS s3wh.db")
+    return "s3wh"
+
+
 # ---------------------------------------------------------------------- S3
 @pytest.fixture(scope="session")
 def s3_server():

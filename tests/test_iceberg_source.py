@@ -21,24 +21,6 @@ from sparkmark.options import DISABLE, ENABLE, PAUSE
 _counter = itertools.count()
 
 
-@pytest.fixture(params=["local", "s3a"])
-def catalog(request, ice):
-    """The Hadoop catalog ``local`` (a folder) or ``s3wh``, whose warehouse is
-    ``s3a://<bucket>/wh`` on the moto server (tables, metadata and manifests all on S3)."""
-    if request.param == "local":
-        return "local"
-    server = request.getfixturevalue("s3_server")  # skips (or fails in CI) without the jars
-    from sparkmark.devtools.s3 import Bucket
-    bucket = Bucket(server, f"ice-wh-{os.getpid()}")
-    server.configure(ice)
-    prefix = "spark.sql.catalog.s3wh"
-    ice.conf.set(prefix, "org.apache.iceberg.spark.SparkCatalog")
-    ice.conf.set(prefix + ".type", "hadoop")
-    ice.conf.set(prefix + ".warehouse", bucket.url("wh"))
-    ice.sql("CREATE NAMESPACE IF NOT EXISTS s3wh.db")
-    return "s3wh"
-
-
 class Table:
     def __init__(self, spark, catalog="local"):
         self.spark = spark
@@ -96,8 +78,8 @@ def runner(ice, sqlite_url, clock):
     return Runner(ice, sqlite_url, clock)
 
 
-def test_appends_are_read_exactly_once_and_nothing_new_is_empty(ice, runner, catalog):
-    t = Table(ice, catalog)
+def test_appends_are_read_exactly_once_and_nothing_new_is_empty(ice, runner, ice_catalog):
+    t = Table(ice, ice_catalog)
     first = t.insert(1, 2)
     # the upper snapshot is fixed at run start: a commit during the run waits for the next one
     rows, _ = runner.run(t, between=lambda: t.insert(3))
@@ -115,12 +97,12 @@ def test_appends_are_read_exactly_once_and_nothing_new_is_empty(ice, runner, cat
     assert [r["status"] for r in runner.ledger()] == ["SUCCEEDED", "SUCCEEDED", "EMPTY"]
     assert runner.element() == {"table": t.name, "snapshot_id": last}
     paths = [r[0] for r in ice.sql(f"SELECT file_path FROM {t.name}.files").collect()]
-    scheme = "s3a://" if catalog == "s3wh" else "/"
+    scheme = "s3a://" if ice_catalog == "s3wh" else "/"
     assert paths and all(p.startswith(scheme) for p in paths), paths  # where the data lives
 
 
-def test_non_append_fails_by_default_and_skip_reads_the_appends(ice, runner, catalog):
-    t = Table(ice, catalog)
+def test_non_append_fails_by_default_and_skip_reads_the_appends(ice, runner, ice_catalog):
+    t = Table(ice, ice_catalog)
     start = t.insert(1, 2)
     runner.run(t)
     t.insert(3)
