@@ -290,3 +290,7 @@ def test_changes_replays_a_runs_range(ice, runner):
     assert [(r["id"], r["_change_type"]) for r in df.orderBy("_change_ordinal").collect()] == [
         (1, "DELETE"), (2, "INSERT")]
     assert runner.info()["read"] == "changes" and runner.info()["mode"] == "replay"
+    # bookmarks disabled: the whole table as INSERTs of the current snapshot, the same columns
+    rows, df = runner.run(t, option=DISABLE, options=ch)
+    assert changes(df) == [(2, "v2", "INSERT", 0, t.current())]
+    assert runner.info()["mode"] == "all"

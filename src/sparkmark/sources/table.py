@@ -9,10 +9,10 @@ At run start the source reads the table's current snapshot once (the ``main`` br
   links (the ``snapshots`` metadata table); when the committed snapshot is not an ancestor
   (expired snapshots, a rollback, a recreated table) the run fails naming
   ``sparkmark bookmark reset`` / ``bookmark set``.  A ``delete`` or ``overwrite`` snapshot in
-  range follows option ``onNonAppend``: ``fail`` (default) or ``skip``, which reads the rows
+  range follows option ``onNonAppend``: ``fail`` (default), ``skip``, which reads the rows
   appended in the range only (Iceberg's incremental read, ``start-snapshot-id`` exclusive,
   ``end-snapshot-id`` inclusive: it returns every row appended in the range, rows deleted later
-  included, and never the rows an overwrite rewrote), or ``changes``;
+  included, and never the rows an overwrite rewrote), or ``changes`` (below);
 - nothing new: an empty DataFrame with the table's schema (the run ends ``EMPTY``);
 - pause with from/to: the snapshots between the two runs' elements.
 
