@@ -263,7 +263,7 @@ def plan_changes(mode: str, rng: tuple[Snapshot, ...], after: int, through: int,
             f"({first.operation}) has {first.delete_files} delete file(s) (merge-on-read "
             "deletes, updates or merges), and Iceberg's changelog scan does not support delete "
             "files. Rewrite them away (CALL <catalog>.system.rewrite_data_files with option "
-            "delete-file-threshold=1, or rewrite_position_delete_files) and set the table's "
+            "delete-file-threshold=1) and set the table's "
             "write.delete.mode, write.update.mode and write.merge.mode to copy-on-write; the "
             "snapshots already committed keep their delete files, so then "
             f"{way_out(ctx)}; or read with onNonAppend=skip (appended rows only)")
