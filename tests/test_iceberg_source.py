@@ -1,7 +1,8 @@
 """``job.read.table`` on real Apache Iceberg tables (Spark 3.5, a Hadoop catalog under tmp):
 appends read exactly once (also with the warehouse on ``s3a://``, moto), empty runs, the
-onNonAppend policy, broken lineage (rollback, drop and recreate), bookmarks disabled, pause
-from/to, and option errors leaving the state alone.
+onNonAppend policy (fail, skip, and changes: Iceberg's change rows, copy-on-write carry-overs
+removed, merge-on-read delete files refused), broken lineage (rollback, drop and recreate),
+bookmarks disabled, pause from/to, and option errors leaving the state alone.
 
 Needs PySpark 3.5 and the Iceberg jars (``make iceberg-jars``); skips otherwise, unless
 SPARKMARK_REQUIRE_ICEBERG=1.  Runs in its own pytest process (``make test35`` does): a session
@@ -33,6 +34,12 @@ class Table:
     def insert(self, *ids):
         values = ", ".join(f"({i}, 'v{i}')" for i in ids)
         self.spark.sql(f"INSERT INTO {self.name} VALUES {values}")
+        return self.current()
+
+    def insert_one_file(self, *ids):
+        """The rows in one data file (a copy-on-write rewrite then carries the others over)."""
+        self.spark.createDataFrame([(i, f"v{i}") for i in ids], "id BIGINT, v STRING") \
+            .coalesce(1).writeTo(self.name).append()
         return self.current()
 
     def sql(self, text):
@@ -176,7 +183,7 @@ def test_pause_from_to_replays_a_runs_snapshots(ice, runner):
 
 @pytest.mark.parametrize("options,match", [
     ({"onNonAppend": "bogus"}, "onNonAppend='bogus'"),
-    ({"onNonAppend": "changes"}, "not yet supported"),
+    ({"onNonAppend": "changelog"}, "onNonAppend='changelog' is not one of fail, skip, changes"),
     ({"snapshot-id": "1"}, "cannot be used with job.read.table"),
 ])
 def test_bad_options_are_config_errors(ice, runner, options, match):
@@ -185,3 +192,87 @@ def test_bad_options_are_config_errors(ice, runner, options, match):
     with pytest.raises(ConfigError, match=match):
         runner.run(t, options=options)
     assert runner.element() is None
+
+
+CHANGE_COLUMNS = ["id", "v", "_change_type", "_change_ordinal", "_commit_snapshot_id"]
+
+
+def changes(df):
+    return sorted((r["id"], r["v"], r["_change_type"], r["_change_ordinal"],
+                   r["_commit_snapshot_id"]) for r in df.collect())
+
+
+def test_changes_reads_inserts_and_deletes_then_nothing(ice, runner, catalog):
+    t = Table(ice, catalog)
+    start = t.insert(1, 2)
+    ch = {"onNonAppend": "changes"}
+    # first run: the table as of the upper snapshot, as INSERTs of it, with the same columns
+    rows, df = runner.run(t, options=ch)
+    assert rows == [1, 2] and df.columns == CHANGE_COLUMNS
+    assert changes(df) == [(1, "v1", "INSERT", 0, start), (2, "v2", "INSERT", 0, start)]
+    assert runner.info()["read"] == "as_of" and runner.info()["on_non_append"] == "changes"
+    s2 = t.insert(3)
+    t.sql("DELETE FROM {t} WHERE id = 1")
+    s3 = t.current()
+    s4 = t.insert(4)
+    rows, df = runner.run(t, options=ch)
+    assert df.columns == CHANGE_COLUMNS
+    assert changes(df) == [(1, "v1", "DELETE", 1, s3), (3, "v3", "INSERT", 0, s2),
+                           (4, "v4", "INSERT", 2, s4)]
+    info = runner.info()
+    assert info["read"] == "changes" and (info["from_snapshot"], info["to_snapshot"]) == (start,
+                                                                                            s4)
+    assert info["operations"] == {"append": 2, "delete": 1} and "skipped_snapshots" not in info
+    assert runner.element() == {"table": t.name, "snapshot_id": s4}
+    rows, df = runner.run(t, options=ch)
+    assert rows == [] and df.columns == CHANGE_COLUMNS
+    assert [r["status"] for r in runner.ledger()] == ["SUCCEEDED", "SUCCEEDED", "EMPTY"]
+    # appends only: the changelog too, the same columns
+    s5 = t.insert(5)
+    rows, df = runner.run(t, options=ch)
+    assert changes(df) == [(5, "v5", "INSERT", 0, s5)]
+
+
+def test_changes_update_copy_on_write_and_merge_on_read_refused(ice, runner):
+    t = Table(ice)
+    t.insert_one_file(1, 2, 3)
+    ch = {"onNonAppend": "changes"}
+    runner.run(t, options=ch)
+    t.sql("UPDATE {t} SET v = 'x' WHERE id = 2")  # copy-on-write (the default): an overwrite
+    upd = t.current()
+    rows, df = runner.run(t, options=ch)
+    # the old row deleted, the new one inserted; rows 1 and 3 the rewrite carried over are not
+    assert changes(df) == [(2, "v2", "DELETE", 0, upd), (2, "x", "INSERT", 0, upd)]
+    assert runner.info()["operations"] == {"overwrite": 1}
+    # merge-on-read writes a delete file, which Iceberg's changelog scan does not support
+    t.sql("ALTER TABLE {t} SET TBLPROPERTIES ('write.delete.mode' = 'merge-on-read')")
+    t.sql("DELETE FROM {t} WHERE id = 3")
+    deleted = t.current()
+    t.insert(4)
+    with pytest.raises(SourceError, match=rf"snapshot {deleted} \(delete\) has 1 delete file.*"
+                                          "changelog.*bookmark reset.*onNonAppend=skip"):
+        runner.run(t, options=ch)
+    assert runner.ledger()[-1]["status"] == "FAILED"
+    assert runner.element() == {"table": t.name, "snapshot_id": upd}  # nothing committed
+    rows, _ = runner.run(t, options={"onNonAppend": "skip"})  # the way out it names
+    assert rows == [4]
+
+
+def test_changes_replays_a_runs_range(ice, runner):
+    t = Table(ice)
+    t.insert(1)
+    ch = {"onNonAppend": "changes"}
+    runner.run(t, options=ch)
+    t.sql("DELETE FROM {t} WHERE id = 1")
+    t.insert(2)
+    runner.run(t, options=ch)
+    ids = [r["run_id"] for r in runner.ledger()]
+    rows, df = runner.run(t, option=PAUSE, options=ch,
+                          args={"job_bookmark_from": ids[0], "job_bookmark_to": ids[1]})
+    assert [(r["id"], r["_change_type"]) for r in df.orderBy("_change_ordinal").collect()] == [
+        (1, "DELETE"), (2, "INSERT")]
+    assert runner.info()["read"] == "changes" and runner.info()["mode"] == "replay"
+    # bookmarks disabled: the whole table as INSERTs of the current snapshot, the same columns
+    rows, df = runner.run(t, option=DISABLE, options=ch)
+    assert changes(df) == [(2, "v2", "INSERT", 0, t.current())]
+    assert runner.info()["mode"] == "all"

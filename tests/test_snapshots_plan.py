@@ -1,6 +1,7 @@
-"""Snapshot planning for table sources (pure): the ancestry walk and the onNonAppend policy,
-property-tested against a model that records each snapshot's full lineage when it is committed
-(commits, rollbacks and expiries in any order), plus the option and element checks."""
+"""Snapshot planning for table sources (pure): the ancestry walk and the onNonAppend policy
+(fail, skip, changes), property-tested against a model that records each snapshot's full
+lineage when it is committed (commits with or without delete files, rollbacks and expiries in
+any order), plus the option and element checks."""
 from __future__ import annotations
 
 import pytest
@@ -8,15 +9,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sparkmark.errors import ConfigError, SourceError, StateCorruptError
-from sparkmark.planning.snapshots import (APPENDS, AS_OF, NOTHING, Snapshot, between,
-                                          make_element, parse_on_non_append, plan_read,
-                                          read_element)
+from sparkmark.planning.snapshots import (APPENDS, AS_OF, CHANGELOG, NOTHING, Snapshot,
+                                          between, make_element, parse_on_non_append,
+                                          plan_read, read_element)
 
 OPS = ("append", "delete", "overwrite", "replace")
 FOREIGN = 10**9
 
 steps = st.lists(st.one_of(
-    st.tuples(st.just("commit"), st.sampled_from(OPS)),
+    # (operation, delete files live in the table as of the snapshot)
+    st.tuples(st.just("commit"), st.tuples(st.sampled_from(OPS), st.sampled_from([0, 0, 0, 2]))),
     st.tuples(st.just("rollback"), st.integers(0, 50)),
     st.tuples(st.just("expire"), st.integers(0, 50)),
 ), max_size=25)
@@ -31,7 +33,8 @@ def simulate(script):
     for kind, arg in script:
         if kind == "commit":
             sid = 1000 + 37 * len(made)  # distinct, not in order of anything meaningful
-            made.append(Snapshot(sid, current, arg))
+            op, dels = arg
+            made.append(Snapshot(sid, current, op, dels))
             lineage[sid] = (lineage[current] if current is not None else []) + [sid]
             current = sid
         elif made and kind == "rollback":
@@ -45,7 +48,8 @@ def simulate(script):
 
 
 @settings(max_examples=400, deadline=None)
-@given(script=steps, pick=st.integers(0, 60), policy=st.sampled_from(["fail", "skip"]))
+@given(script=steps, pick=st.integers(0, 60),
+       policy=st.sampled_from(["fail", "skip", "changes"]))
 def test_incremental_plan_matches_the_model(script, pick, policy):
     visible, made, lineage, current = simulate(script)
     choices = [None, FOREIGN] + [s.id for s in made]
@@ -72,6 +76,11 @@ def test_incremental_plan_matches_the_model(script, pick, policy):
             elif policy == "fail" and any(by_id[i].operation in ("delete", "overwrite")
                                           for i in rng):
                 expect = "error"
+            elif policy == "changes":
+                # the changelog refuses delete files, except in replace snapshots (it skips them)
+                expect = ("error" if any(by_id[i].operation != "replace"
+                                         and by_id[i].delete_files for i in rng)
+                          else ("changes", rng))
             else:
                 expect = ("appends", rng)
 
@@ -81,10 +90,15 @@ def test_incremental_plan_matches_the_model(script, pick, policy):
         assert expect == "error"
         return
     assert expect != "error", (expect, plan)
+    assert plan.changelog == (policy == "changes")  # the same columns on every run
     if plan.kind == AS_OF:
         assert expect == ("as_of", plan.through)
     elif plan.kind == NOTHING:
         assert expect == ("nothing",)
+    elif plan.kind == CHANGELOG:
+        assert expect == ("changes", [s.id for s in plan.snapshots])
+        assert plan.new_input == any(s.operation != "replace" for s in plan.snapshots)
+        assert plan.skipped == () and plan.commit == current
     else:
         assert plan.kind == APPENDS
         assert expect == ("appends", [s.id for s in plan.snapshots])
@@ -127,6 +141,44 @@ def test_non_append_fails_with_the_snapshot_and_operation():
     assert plan.new_input
 
 
+def test_changes_reads_the_changelog_of_any_range():
+    snaps = [Snapshot(1, None, "append"), Snapshot(2, 1, "delete"), Snapshot(3, 2, "append"),
+             Snapshot(4, 3, "replace"), Snapshot(5, 4, "overwrite")]
+    plan = plan_read("incremental", snaps, 1, 5, "changes")
+    assert (plan.kind, plan.after, plan.through, plan.commit) == (CHANGELOG, 1, 5, 5)
+    assert [s.id for s in plan.snapshots] == [2, 3, 4, 5] and plan.skipped == ()
+    assert plan.operations() == {"delete": 1, "append": 1, "replace": 1, "overwrite": 1}
+    # appends only: the changelog too, so every run has the same columns
+    appends = plan_read("incremental", snaps[:1] + [Snapshot(2, 1, "append")], 1, 2, "changes")
+    assert (appends.kind, appends.changelog) == (CHANGELOG, True)
+    # compaction only: a changelog read with nothing new in it
+    assert not plan_read("incremental", snaps, 3, 4, "changes").new_input
+    first = plan_read("incremental", snaps, None, 3, "changes")
+    assert (first.kind, first.through, first.changelog) == (AS_OF, 3, True)
+    same = plan_read("incremental", snaps, 5, 5, "changes")
+    assert (same.kind, same.changelog, same.new_input) == (NOTHING, True, False)
+    assert plan_read("all", snaps, 1, 5, "changes").kind == AS_OF
+    replay = plan_read("replay", snaps, 1, 3, "changes")
+    assert (replay.kind, [s.id for s in replay.snapshots]) == (CHANGELOG, [2, 3])
+    assert plan_read("replay", snaps, None, None, "changes").changelog
+    assert not plan_read("incremental", snaps, 1, 3, "skip").changelog
+
+
+def test_changes_refuses_delete_files_naming_the_snapshot():
+    snaps = [Snapshot(1, None, "append"), Snapshot(2, 1, "delete", 1),
+             Snapshot(3, 2, "append", 1), Snapshot(4, 3, "replace", 0), Snapshot(5, 4, "append")]
+    with pytest.raises(SourceError, match=r"snapshot 2 \(delete\) has 1 delete file.*"
+                                          r"bookmark set.*onNonAppend=skip"):
+        plan_read("incremental", snaps, 1, 5, "changes", table="local.db.t", ctx="src")
+    # after the compaction that rewrote the delete files away, the changelog works again
+    assert plan_read("incremental", snaps, 3, 5, "changes").kind == CHANGELOG
+    # a replace snapshot is not scanned by the changelog: its delete files do not matter
+    snaps[3] = Snapshot(4, 3, "replace", 1)
+    assert plan_read("incremental", snaps, 3, 5, "changes").kind == CHANGELOG
+    # fail and skip do not read the changelog: delete files are no concern of theirs
+    assert plan_read("incremental", snaps, 1, 5, "skip").kind == APPENDS
+
+
 def test_broken_lineage_names_the_way_out():
     snaps = [Snapshot(1, None, "append"), Snapshot(2, 1, "append"), Snapshot(3, 1, "append")]
     with pytest.raises(SourceError, match=r"lineage.*not an ancestor.*bookmark reset.*"
@@ -141,8 +193,7 @@ def test_broken_lineage_names_the_way_out():
 def test_options_and_elements():
     assert parse_on_non_append(None) == "fail"
     assert parse_on_non_append(" SKIP ") == "skip"
-    with pytest.raises(ConfigError, match="not yet supported"):
-        parse_on_non_append("changes")
+    assert parse_on_non_append("Changes") == "changes"
     with pytest.raises(ConfigError, match="onNonAppend='bogus'"):
         parse_on_non_append("bogus")
     el = make_element("local.db.t", 7)

@@ -90,7 +90,8 @@ class JobReader:
     def table(self, name: str, transformation_ctx: str | None = None,
               options: Mapping[str, Any] | None = None) -> "DataFrame":
         """Rows of an Apache Iceberg table appended since the last processed snapshot
-        (SPEC §12); ``options``: ``onNonAppend`` (``fail`` or ``skip``) and Iceberg read options.
+        (SPEC §12); ``options``: ``onNonAppend`` (``fail``, ``skip`` or ``changes``: change rows
+        with ``_change_type``) and Iceberg read options.
 
         Example: ``job.read.table("local.db.orders", transformation_ctx="orders_src",
         options={"onNonAppend": "skip"})``

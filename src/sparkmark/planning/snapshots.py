@@ -11,10 +11,15 @@ table's snapshot list as plain ``(snapshot_id, parent_id, operation)`` tuples:
 - :func:`between` walks the ancestry from the upper snapshot back to the last processed one
   (``None`` when that one is not an ancestor: expired snapshots, a rollback, a recreated table);
 - :func:`plan_read` decides what to read, applying ``onNonAppend`` to the snapshots in range
-  that are not appends (``fail``: one clear error; ``skip``: read the appended rows only).
+  that are not appends (``fail``: one clear error; ``skip``: read the appended rows only;
+  ``changes``: read Iceberg's changelog of the range, appends included, so that every run of a
+  ``changes`` read gives the same columns: the table's plus ``_change_type``,
+  ``_change_ordinal`` and ``_commit_snapshot_id``).
 
 ``replace`` snapshots (compaction, ``rewrite_data_files``) change files, not rows: they never
-count as non-append.
+count as non-append, and the changelog leaves them out.  Iceberg's changelog scan refuses
+snapshots that carry delete files (merge-on-read deletes, updates and merges): with
+``changes`` a range holding one is a clear error before anything is read.
 """
 from __future__ import annotations
 
@@ -28,8 +33,11 @@ ON_NON_APPEND = (FAIL, SKIP, CHANGES)
 #: operations that only add rows, or only rewrite files without changing rows
 ROW_PRESERVING = ("append", "replace")
 
-#: plan kinds: read the table as of a snapshot, read the appends in a range, read nothing
-AS_OF, APPENDS, NOTHING = "as_of", "appends", "nothing"
+#: plan kinds: read the table as of a snapshot, read the appends in a range, read the changelog
+#: of a range (``onNonAppend=changes``), read nothing
+AS_OF, APPENDS, CHANGELOG, NOTHING = "as_of", "appends", "changes", "nothing"
+#: the columns a changelog read adds after the table's, as Iceberg's changelog names them
+CHANGE_COLUMNS = ("_change_type", "_change_ordinal", "_commit_snapshot_id")
 #: plan modes, as the bookmark's ReadMode spells them
 ALL, INCREMENTAL, REPLAY = "all", "incremental", "replay"
 
@@ -44,7 +52,8 @@ def way_out(ctx: str) -> str:
 
 
 class Snapshot(NamedTuple):
-    """One row of a table's ``snapshots`` metadata table.
+    """One row of a table's ``snapshots`` metadata table; ``delete_files``: the summary's
+    ``total-delete-files`` (delete files live in the table as of that snapshot).
 
     Example: ``Snapshot(2, 1, "append")``
     """
@@ -52,23 +61,21 @@ class Snapshot(NamedTuple):
     id: int
     parent: int | None
     operation: str
+    delete_files: int = 0
 
 
 def parse_on_non_append(raw: Any) -> str:
-    """The ``onNonAppend`` option: ``fail`` (default) or ``skip``; ``changes`` is not yet
-    supported.
+    """The ``onNonAppend`` option: ``fail`` (default), ``skip`` or ``changes``.
 
     Example: ``parse_on_non_append("Skip") == "skip"``
     """
     if raw is None:
         return FAIL
     value = str(raw).strip().lower()
-    if value == CHANGES:
-        raise ConfigError("option onNonAppend=changes (change rows with _change_type) is not yet "
-                          "supported; use fail (the default) or skip")
-    if value not in (FAIL, SKIP):
+    if value not in ON_NON_APPEND:
         raise ConfigError(f"option onNonAppend={raw!r} is not one of fail, skip, changes; "
-                          "use fail (the default) or skip")
+                          "use fail (the default), skip (the appended rows only) or changes "
+                          "(change rows with _change_type)")
     return value
 
 
@@ -134,9 +141,14 @@ class TablePlan:
     """What a run reads from a table.
 
     ``kind``: :data:`AS_OF` (the table as of ``through``; ``through=None``: the table as it is,
-    with no snapshot yet), :data:`APPENDS` (rows appended after ``after`` up to ``through``) or
+    with no snapshot yet), :data:`APPENDS` (rows appended after ``after`` up to ``through``),
+    :data:`CHANGELOG` (Iceberg's change rows after ``after`` up to ``through``) or
     :data:`NOTHING` (no new snapshot).  ``snapshots``: the snapshots in range, oldest first
     (empty for a first read).  ``commit``: the snapshot id the element records.
+    ``changelog``: the read has the changelog's columns (:data:`CHANGE_COLUMNS` after the
+    table's), whatever the kind: ``onNonAppend=changes``.  An :data:`AS_OF` read then gives every
+    row of the table as an ``INSERT`` of snapshot ``through`` (ordinal 0), a :data:`NOTHING`
+    read no row.
 
     Example: ``plan.kind == APPENDS and plan.after == 1 and plan.through == 3``
     """
@@ -147,6 +159,7 @@ class TablePlan:
     through: int | None
     snapshots: tuple[Snapshot, ...] = ()
     skipped: tuple[Snapshot, ...] = ()
+    changelog: bool = False
 
     @property
     def commit(self) -> int | None:
@@ -158,6 +171,8 @@ class TablePlan:
         """Whether this read can return rows that no earlier run processed."""
         if self.kind == AS_OF:
             return self.through is not None
+        if self.kind == CHANGELOG:  # deleted and changed rows are input too
+            return any(s.operation != "replace" for s in self.snapshots)
         return any(s.operation == "append" for s in self.snapshots)
 
     def operations(self) -> dict[str, int]:
@@ -175,27 +190,32 @@ def plan_read(mode: str, snapshots: Iterable[Snapshot], after: int | None,
 
     ``after``: the last processed snapshot (``None``: nothing yet); ``through``: the upper
     snapshot (the current one at run start, or the ``to`` run's for a replay; ``None``: the
-    table has no snapshot).  Raises :class:`SourceError` on a broken lineage, and on a
-    non-append snapshot in range with ``on_non_append="fail"``.
+    table has no snapshot).  Raises :class:`SourceError` on a broken lineage, on a
+    non-append snapshot in range with ``on_non_append="fail"``, and on a snapshot in range
+    with delete files with ``on_non_append="changes"`` (Iceberg's changelog refuses them).
 
     Example::
 
         snaps = [Snapshot(1, None, "append"), Snapshot(2, 1, "delete"), Snapshot(3, 2, "append")]
         plan_read("incremental", snaps, 1, 3, "skip").kind == "appends"
+        plan_read("incremental", snaps, 1, 3, "changes").kind == "changes"
     """
     snaps = list(snapshots)
+    cl = on_non_append == CHANGES
     if mode == REPLAY and through is None:
-        return TablePlan(mode, NOTHING, after, None)  # the replayed run read no snapshot
+        # the replayed run read no snapshot
+        return TablePlan(mode, NOTHING, after, None, changelog=cl)
     if mode == ALL or (after is None and through is not None):
-        return TablePlan(mode, AS_OF, None, through)
+        return TablePlan(mode, AS_OF, None, through, changelog=cl)
     if through is None:
         if after is None:
-            return TablePlan(mode, AS_OF, None, None)  # a table with no snapshot yet
+            # a table with no snapshot yet
+            return TablePlan(mode, AS_OF, None, None, changelog=cl)
         raise SourceError(f"table {table} has no current snapshot, but the bookmark of {ctx!r} "
                           f"processed snapshot {after}: the table was recreated or emptied of "
                           f"its history; {way_out(ctx)}")
     if after == through:
-        return TablePlan(mode, NOTHING, after, through)
+        return TablePlan(mode, NOTHING, after, through, changelog=cl)
     assert after is not None
     rng = between(snaps, after, through)
     if rng is None:
@@ -207,6 +227,8 @@ def plan_read(mode: str, snapshots: Iterable[Snapshot], after: int | None,
         raise SourceError(f"the lineage of table {table} is broken for {ctx!r}: the bookmark "
                           f"processed snapshot {after} and the run reads up to snapshot "
                           f"{through}, but {why}; {way_out(ctx)}")
+    if cl:
+        return plan_changes(mode, tuple(rng), after, through, table=table, ctx=ctx)
     other = tuple(s for s in rng if s.operation not in ROW_PRESERVING)
     if other and on_non_append != SKIP:
         first = other[0]
@@ -215,6 +237,34 @@ def plan_read(mode: str, snapshots: Iterable[Snapshot], after: int | None,
             f"{first.id} ({first.operation})" + (f" and {len(other) - 1} more" if len(other) > 1
                                                  else "")
             + "; rows it changed or deleted cannot be read as new rows. Use option "
-            "onNonAppend=skip to read the appended rows only, or "
+            "onNonAppend=skip to read the appended rows only, onNonAppend=changes to read "
+            "change rows (_change_type), or "
             f"{way_out(ctx)}")
     return TablePlan(mode, APPENDS, after, through, tuple(rng), other)
+
+
+def plan_changes(mode: str, rng: tuple[Snapshot, ...], after: int, through: int, *,
+                 table: str = "", ctx: str = "") -> TablePlan:
+    """The changelog read of a range (``onNonAppend=changes``), or one clear error when a
+    snapshot in it has delete files (pure).
+
+    Iceberg's changelog scan (1.10) refuses any snapshot in range, ``replace`` ones aside, whose
+    table state has delete files (``Delete files are currently not supported in changelog
+    scans``): merge-on-read deletes, updates and merges write them, and they stay until
+    compaction rewrites them away.
+
+    Example: ``plan_changes("incremental", (Snapshot(2, 1, "delete"),), 1, 2).kind == "changes"``
+    """
+    blocked = [s for s in rng if s.operation != "replace" and s.delete_files > 0]
+    if blocked:
+        first = blocked[0]
+        raise SourceError(
+            f"table {table} cannot be read as changes for {ctx!r}: snapshot {first.id} "
+            f"({first.operation}) has {first.delete_files} delete file(s) (merge-on-read "
+            "deletes, updates or merges), and Iceberg's changelog scan does not support delete "
+            "files. Rewrite them away (CALL <catalog>.system.rewrite_data_files with option "
+            "delete-file-threshold=1) and set the table's "
+            "write.delete.mode, write.update.mode and write.merge.mode to copy-on-write; the "
+            "snapshots already committed keep their delete files, so then "
+            f"{way_out(ctx)}; or read with onNonAppend=skip (appended rows only)")
+    return TablePlan(mode, CHANGELOG, after, through, rng, changelog=True)

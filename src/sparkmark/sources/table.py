@@ -9,12 +9,23 @@ At run start the source reads the table's current snapshot once (the ``main`` br
   links (the ``snapshots`` metadata table); when the committed snapshot is not an ancestor
   (expired snapshots, a rollback, a recreated table) the run fails naming
   ``sparkmark bookmark reset`` / ``bookmark set``.  A ``delete`` or ``overwrite`` snapshot in
-  range follows option ``onNonAppend``: ``fail`` (default) or ``skip``, which reads the rows
+  range follows option ``onNonAppend``: ``fail`` (default), ``skip``, which reads the rows
   appended in the range only (Iceberg's incremental read, ``start-snapshot-id`` exclusive,
   ``end-snapshot-id`` inclusive: it returns every row appended in the range, rows deleted later
-  included, and never the rows an overwrite rewrote).  ``changes`` is not supported yet;
+  included, and never the rows an overwrite rewrote), or ``changes`` (below);
 - nothing new: an empty DataFrame with the table's schema (the run ends ``EMPTY``);
 - pause with from/to: the snapshots between the two runs' elements.
+
+``onNonAppend=changes`` reads change rows on every run, so the DataFrame always has the table's
+columns then ``_change_type`` (``INSERT``/``DELETE``), ``_change_ordinal`` and
+``_commit_snapshot_id``: a range (appends only or not) is Iceberg's changelog through
+``CALL <catalog>.system.create_changelog_view`` (which drops the carry-over rows a copy-on-write
+rewrite produces: rows of a rewritten file that did not change), ``start-snapshot-id``
+exclusive, ``end-snapshot-id`` inclusive; a first run (or bookmarks disabled) gives every row of
+the table as of the upper snapshot as an ``INSERT`` of that snapshot with ordinal 0; nothing new
+gives no row.  Iceberg's changelog scan refuses delete files (merge-on-read): a range with a
+snapshot that has them fails before anything is read (the check is on the snapshots' summaries,
+as Iceberg would only fail when the rows are collected).
 
 The decision itself is pure: :mod:`sparkmark.planning.snapshots`.
 """
@@ -22,8 +33,10 @@ from __future__ import annotations
 
 import logging
 import re
+import uuid
 from typing import TYPE_CHECKING, Any
 
+from ..compat import is_connect
 from ..errors import ConfigError, SourceError
 from ..jvm import java_error_text
 from ..planning import snapshots as sp
@@ -117,13 +130,22 @@ def current_snapshot(spark: Any, name: str) -> int | None:
 
 
 def snapshot_list(spark: Any, name: str) -> list[sp.Snapshot]:
-    """Every snapshot of the table still in its metadata (``id, parent, operation``).
+    """Every snapshot of the table still in its metadata (``id, parent, operation`` and the
+    summary's ``total-delete-files``).
 
     Example: ``[s.operation for s in snapshot_list(spark, "local.db.orders")]``
     """
-    rows = _sql(spark, name, f"SELECT snapshot_id, parent_id, operation FROM {name}.snapshots")
-    return [sp.Snapshot(int(r[0]), None if r[1] is None else int(r[1]), str(r[2] or ""))
-            for r in rows]
+    rows = _sql(spark, name, "SELECT snapshot_id, parent_id, operation, "
+                             f"summary['total-delete-files'] FROM {name}.snapshots")
+    return [sp.Snapshot(int(r[0]), None if r[1] is None else int(r[1]), str(r[2] or ""),
+                        _count(r[3])) for r in rows]
+
+
+def _count(raw: Any) -> int:
+    try:
+        return int(raw)
+    except (TypeError, ValueError):
+        return 0  # no summary key: written by an engine that does not keep totals
 
 
 def _sql(spark: Any, name: str, query: str) -> list[Any]:
@@ -139,6 +161,8 @@ def _sql(spark: Any, name: str, query: str) -> list[Any]:
 def _load(spark: Any, name: str, plan: sp.TablePlan, opts: dict[str, str]) -> "DataFrame":
     reader = spark.read.format("iceberg").options(**opts)
     try:
+        if plan.kind == sp.CHANGELOG:
+            return _changelog(spark, name, plan, opts)
         if plan.kind == sp.APPENDS:
             return (reader.option("start-snapshot-id", str(plan.after))
                     .option("end-snapshot-id", str(plan.through)).load(name))
@@ -146,8 +170,44 @@ def _load(spark: Any, name: str, plan: sp.TablePlan, opts: dict[str, str]) -> "D
             df = reader.load(name)
         else:
             df = reader.option("snapshot-id", str(plan.through)).load(name)
+        if plan.changelog:  # the changelog's columns on every run
+            df = _as_inserts(df, plan.through)
         return df.limit(0) if plan.kind == sp.NOTHING else df
     except Exception as e:  # noqa: BLE001 - Spark resolves the table here
         raise SourceError(f"Spark cannot read table {name} ({plan.kind}, snapshots "
                           f"{plan.after}..{plan.through}): {java_error_text(e)}") from None
 
+
+
+def _as_inserts(df: "DataFrame", snapshot: int | None) -> "DataFrame":
+    """The table's rows as change rows: each an ``INSERT`` of ``snapshot``, ordinal 0."""
+    from pyspark.sql import functions as F
+    return df.select("*", F.lit("INSERT").alias("_change_type"),
+                     F.lit(0).cast("int").alias("_change_ordinal"),
+                     F.lit(snapshot).cast("bigint").alias("_commit_snapshot_id"))
+
+
+def _changelog(spark: Any, name: str, plan: sp.TablePlan, opts: dict[str, str]) -> "DataFrame":
+    """Iceberg's change rows after ``plan.after`` up to ``plan.through``, carry-over rows removed,
+    through ``create_changelog_view`` (a temporary view with a name of its own; dropped again
+    on a classic session, whose DataFrame keeps the resolved plan)."""
+    parts = _parts(name)
+    proc = (f"{parts[0]}.system" if len(parts) > 2 else "system") + ".create_changelog_view"
+    view = f"sparkmark_changes_{uuid.uuid4().hex}"
+    read_opts = {**opts, "start-snapshot-id": str(plan.after),
+                 "end-snapshot-id": str(plan.through)}
+    pairs = ", ".join(f"{_lit(k)}, {_lit(v)}" for k, v in read_opts.items())
+    spark.sql(f"CALL {proc}(table => {_lit(name)}, options => map({pairs}), "
+              f"changelog_view => {_lit(view)})").collect()
+    df = spark.table(view)
+    if not is_connect(spark):
+        spark.catalog.dropTempView(view)
+    return df
+
+
+def _parts(name: str) -> list[str]:
+    return re.findall(r"`[^`]+`|[^.]+", name)
+
+
+def _lit(text: str) -> str:
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
