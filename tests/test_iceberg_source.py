@@ -202,8 +202,8 @@ def changes(df):
                    r["_commit_snapshot_id"]) for r in df.collect())
 
 
-def test_changes_reads_inserts_and_deletes_then_nothing(ice, runner, catalog):
-    t = Table(ice, catalog)
+def test_changes_reads_inserts_and_deletes_then_nothing(ice, runner, ice_catalog):
+    t = Table(ice, ice_catalog)
     start = t.insert(1, 2)
     ch = {"onNonAppend": "changes"}
     # first run: the table as of the upper snapshot, as INSERTs of it, with the same columns
