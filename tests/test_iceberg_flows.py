@@ -1,5 +1,6 @@
 """Iceberg tables in pipelines and in the Glue layer (Spark 3.5, real Iceberg 1.10.2 tables in a
-Hadoop catalog under tmp, a real SQLite state store).
+Hadoop catalog under tmp or on an ``s3a://`` warehouse on the moto S3 server, a real SQLite
+state store).
 
 - a pipeline whose modules write to Iceberg tables (``@p.module(format="iceberg",
   target="local.db.t")``): bronze reads a bookmarked Iceberg source, silver windows bronze's
@@ -32,8 +33,8 @@ DAY0 = parse_time("2024-03-01")
 _counter = itertools.count()
 
 
-def _name(prefix):
-    return f"local.db.{prefix}{os.getpid()}_{next(_counter)}"
+def _name(prefix, catalog="local"):
+    return f"{catalog}.db.{prefix}{os.getpid()}_{next(_counter)}"
 
 
 def _ids(spark, table):
@@ -72,8 +73,8 @@ def _pipeline(spark, state, clock, src, bronze, silver):
 
 
 def test_pipeline_modules_write_iceberg_tables_exactly_once_and_roll_back(ice, sqlite_url,
-                                                                          clock):
-    src, bronze, silver = _name("psrc"), _name("pbronze"), _name("psilver")
+                                                                          clock, ice_catalog):
+    src, bronze, silver = (_name(p, ice_catalog) for p in ("psrc", "pbronze", "psilver"))
     ice.sql(f"CREATE TABLE {src} (id BIGINT, v BIGINT) USING iceberg")
     ice.sql(f"CREATE TABLE {bronze} (id BIGINT, v BIGINT, {STAMPS}) USING iceberg")
     ice.sql(f"CREATE TABLE {silver} (id BIGINT, v10 BIGINT, {STAMPS}) USING iceberg")
@@ -173,8 +174,8 @@ def _glue_run(glue, state, clock, job_name, src_table, tgt_table, option="job-bo
 
 
 def test_glue_from_catalog_reads_and_writes_iceberg_tables_exactly_once(
-        ice, glue, sqlite_url, clock, tmp_path, monkeypatch):
-    src, tgt = _name("gsrc"), _name("gtgt")
+        ice, glue, sqlite_url, clock, tmp_path, monkeypatch, ice_catalog):
+    src, tgt = _name("gsrc", ice_catalog), _name("gtgt", ice_catalog)
     ice.sql(f"CREATE TABLE {src} (id BIGINT, v STRING) USING iceberg")
     ice.sql(f"CREATE TABLE {tgt} (id BIGINT, v STRING) USING iceberg")  # Glue: no stamps
     catalog = tmp_path / "catalog.json"
