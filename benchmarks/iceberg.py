@@ -2,7 +2,7 @@
 
     PYTHONPATH=src .venv35/bin/python benchmarks/iceberg.py     # 1,000,000 rows, 1% new, 7 trials
     PYTHONPATH=src .venv35/bin/python benchmarks/iceberg.py --rows 100000 \\
-        --write-rows 10000 --repeat 3 --profile-runs 1                    # quicker
+        --write-rows 10000 --repeat 3                                     # quicker
 
 Spark 3.5 with the Iceberg runtime (``make iceberg-jars``), a Hadoop catalog ``local`` in a
 temporary folder, a SQLite state store (sparkmark's embedded default).  In one run:
@@ -23,11 +23,12 @@ temporary folder, a SQLite state store (sparkmark's embedded default).  In one r
    with the same two stamp columns (``sm_run_id``, ``sm_snapshot_ts``, as literals), into the
    same target table.  Goal: sparkmark / plain <= 1.2.
 
-Every figure is best of ``--repeat`` and median, after one warm-up trial of each peer.  Then
-``--profile-runs`` more runs of each scenario (not in the figures above) time each phase of a
-sparkmark run (exclusive wall time: a phase's time excludes the phases it calls), count the
-py4j round trips in each, and one run under cProfile gives the top Python functions.  Prints a
-table and writes benchmarks/results/iceberg.json with versions and the load average.
+Every figure is best of ``--repeat`` and median, after one warm-up trial of each peer.  In the
+timed sparkmark runs each phase is timed (exclusive wall time: a phase's time excludes the
+phases it calls; the median per phase is reported) and the py4j round trips are counted in each
+(also for the plain peers; ``--no-phases`` turns this off); one more run of each scenario under
+cProfile gives the top Python functions.  Prints a table and writes
+benchmarks/results/iceberg.json with versions and the load average.
 """
 from __future__ import annotations
 
@@ -95,7 +96,7 @@ def sm_read(spark, state: str, src: str) -> tuple[float, dict]:
     """A whole sparkmark run reading ``src`` incrementally; seconds and the source's info."""
     from sparkmark import Job
     t0 = time.perf_counter()
-    with span(BETWEEN):
+    with measured():
         job = Job(spark, state=state)
         job.init("bench_ice_read", EN)
         with span("read: other (plan, ledger)"):
@@ -111,21 +112,23 @@ def sm_read(spark, state: str, src: str) -> tuple[float, dict]:
 
 def plain_range(spark, src: str, a: int, b: int) -> float:
     t0 = time.perf_counter()
-    noop(spark.read.format("iceberg").option("start-snapshot-id", str(a))
-         .option("end-snapshot-id", str(b)).load(src))
+    with measured("plain"):
+        noop(spark.read.format("iceberg").option("start-snapshot-id", str(a))
+             .option("end-snapshot-id", str(b)).load(src))
     return time.perf_counter() - t0
 
 
 def plain_full(spark, src: str) -> float:
     t0 = time.perf_counter()
-    noop(spark.read.format("iceberg").load(src))
+    with measured("plain"):
+        noop(spark.read.format("iceberg").load(src))
     return time.perf_counter() - t0
 
 
 def sm_write(spark, state: str, tgt: str, df, job_name: str) -> tuple[float, int]:
     from sparkmark import Job
     t0 = time.perf_counter()
-    with span(BETWEEN):
+    with measured():
         job = Job(spark, state=state)
         job.init(job_name, EN)
         with span("write: other (stamp, checks)"):
@@ -137,7 +140,8 @@ def sm_write(spark, state: str, tgt: str, df, job_name: str) -> tuple[float, int
 
 def plain_write(tgt: str, df) -> float:
     t0 = time.perf_counter()
-    df.writeTo(tgt).append()
+    with measured("plain"):
+        df.writeTo(tgt).append()
     return time.perf_counter() - t0
 
 
@@ -159,6 +163,7 @@ class Phases:
         self.calls: dict[str, int] = defaultdict(int)
         self.trips: dict[str, int] = defaultdict(int)
         self._undo: list[tuple] = []
+        self.last: dict = {}
 
     def reset(self) -> None:
         self.stack.clear()
@@ -218,17 +223,20 @@ class Phases:
                 (StateStore, "__init__", "init: open the store"),
                 (StateStore, "begin_run", "init: begin_run (lease, ledger row)"),
                 (StateStore, "runs_to_recover", "init: runs to recover"),
-                (source, "current_snapshot", "read: current snapshot (refs)"),
+                (source, "current_snapshot", "read: current snapshot"),
                 (source, "snapshot_list", "read: snapshot list"),
                 (source, "_load", "read: DataFrame load"),
-                (sink, "table_columns", "write: table checks (exists, refs, columns)"),
-                (sink, "_enable_wap", "write: WAP property (SHOW TBLPROPERTIES)"),
-                (sink, "wap_snapshots", "write/publish: staged snapshot query"),
+                (sink, "table_columns", "write: table checks (exists, format, columns)"),
+                (sink, "_checked_table", "write: table checks (exists, format, columns)"),
+                (sink, "_enable_wap", "write: WAP property"),
+                (sink, "_staged_records", "write: staged snapshot lookup"),
+                (sink, "wap_snapshots", "wap_snapshots (staged + ancestry join)"),
                 (DataFrameWriterV2, "append", "write: the append (staged snapshot)"),
                 (StateStore, "update_run", "ledger: update_run"),
                 (StateStore, "commit_run", "commit: state transaction"),
                 (publish, "publish_table", "publish: cherry-pick")]:
-            self.wrap(owner, attr, label)
+            if hasattr(owner, attr):  # names of this checkout's sparkmark (they change)
+                self.wrap(owner, attr, label)
         from sparkmark import job as job_mod
         orig_init = job_mod.Job.__init__
         orig_jinit = job_mod.Job.init
@@ -249,17 +257,56 @@ class Phases:
             setattr(owner, attr, orig)
         self._undo.clear()
 
-    def table(self, runs: int) -> list[dict]:
-        return [{"phase": k, "ms_per_run": round(1000 * self.time[k] / runs, 1),
-                 "calls_per_run": round(self.calls[k] / runs, 2),
-                 "py4j_per_run": round(self.trips.get(k, 0) / runs, 1)}
-                for k in sorted(self.time, key=lambda k: -self.time[k])]
+    def snapshot(self, cpu_s: float) -> dict:
+        return {"phases": {k: {"ms": 1000 * self.time[k], "calls": self.calls[k],
+                               "py4j": self.trips.get(k, 0)} for k in self.time},
+                "py4j": sum(self.trips.values()), "python_cpu_ms": 1000 * cpu_s}
 
 
 PHASES = Phases()
 span = PHASES.span
 #: the outermost phase of a run: its time is what no named phase below it took
 BETWEEN = "between phases (Python, small calls)"
+
+
+@contextmanager
+def measured(label: str = BETWEEN):
+    """One measured run: its phases (when installed), py4j round trips and Python CPU time
+    land in ``PHASES.last``."""
+    PHASES.reset()
+    PHASES.on = True
+    c0 = time.process_time()
+    try:
+        with span(label):
+            yield
+    finally:
+        PHASES.on = False
+        PHASES.last = PHASES.snapshot(time.process_time() - c0)
+
+
+def summarize(runs: list[dict]) -> dict:
+    """The median of each phase over the measured runs, slowest first."""
+    names = {k for r in runs for k in r["phases"]}
+    med = lambda xs: statistics.median(xs)
+    phases = [{"phase": k,
+               "median_ms": round(med([r["phases"].get(k, {}).get("ms", 0.0) for r in runs]), 1),
+               "calls": med([r["phases"].get(k, {}).get("calls", 0) for r in runs]),
+               "py4j": med([r["phases"].get(k, {}).get("py4j", 0) for r in runs])}
+              for k in names]
+    return {"runs": len(runs), "py4j_round_trips_median": med([r["py4j"] for r in runs]),
+            "python_cpu_ms_median": round(med([r["python_cpu_ms"] for r in runs]), 1),
+            "phases": sorted(phases, key=lambda p: -p["median_ms"])}
+
+
+def cprofiled(fn):
+    """``fn()`` under cProfile: its result and the top Python functions by own time."""
+    prof = cProfile.Profile()
+    prof.enable()
+    try:
+        out = fn()
+    finally:
+        prof.disable()
+    return out, top_functions(prof)
 
 
 def top_functions(prof: cProfile.Profile, n: int = 12) -> list[dict]:
@@ -271,29 +318,6 @@ def top_functions(prof: cProfile.Profile, n: int = 12) -> list[dict]:
     return sorted(rows_, key=lambda r: -r["tottime_s"])[:n]
 
 
-def profile_scenario(label: str, runs: int, one_run) -> dict:
-    """``runs`` runs with phase timers (wall time per phase, py4j trips), then one under
-    cProfile.  ``one_run(i)`` performs one whole sparkmark run, fresh input prepared inside it
-    before it calls ``start()``."""
-    PHASES.reset()
-    PHASES.on = True
-    total, cpu = 0.0, 0.0
-    try:
-        for i in range(runs):
-            t, c = one_run(i)
-            total, cpu = total + t, cpu + c
-    finally:
-        PHASES.on = False
-    table = PHASES.table(runs)
-    trips = sum(PHASES.trips.values())
-    prof = cProfile.Profile()
-    t, _ = one_run(runs, prof)
-    return {"scenario": label, "runs": runs, "wall_ms_per_run": round(1000 * total / runs, 1),
-            "python_cpu_ms_per_run": round(1000 * cpu / runs, 1),
-            "py4j_round_trips_per_run": round(trips / runs, 1), "phases": table,
-            "cprofile_wall_s": round(t, 3), "cprofile_top_tottime": top_functions(prof)}
-
-
 # ---------------------------------------------------------------------- main
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -301,7 +325,8 @@ def main(argv=None) -> int:
     ap.add_argument("--new-pct", type=float, default=1.0, help="new rows per run, %% of --rows")
     ap.add_argument("--write-rows", default="10000,1000000", help="write sizes, comma-separated")
     ap.add_argument("--repeat", type=int, default=7, help="trials per peer (after one warm-up)")
-    ap.add_argument("--profile-runs", type=int, default=3, help="runs with phase timers")
+    ap.add_argument("--no-phases", action="store_true",
+                    help="no phase timers and py4j counters in the measured runs")
     ap.add_argument("--json", default=str(RESULTS))
     a = ap.parse_args(argv)
     new = max(1, int(a.rows * a.new_pct / 100))
@@ -324,6 +349,8 @@ def main(argv=None) -> int:
     java = spark.sparkContext._jvm.System.getProperty("java.version")
     src = "local.db.src"
     result: dict = {}
+    if not a.no_phases:
+        PHASES.install()
     try:
         # ------------------------------------------------------------ read
         t0 = time.perf_counter()
@@ -343,34 +370,45 @@ def main(argv=None) -> int:
             top += new
             return before, current(spark, src)
 
-        # warm-up (also checks that both peers see the increment's rows)
+        def checked_read(lo: int, hi: int) -> float:
+            s, info = sm_read(spark, state, src)
+            assert (info["from_snapshot"], info["to_snapshot"], info["read"]) == \
+                (lo, hi, "appends"), info
+            return s
+
+        # warm-up (also checks that the range holds exactly the increment's rows)
         lo, hi = increment()
-        _, info = sm_read(spark, state, src)
-        assert (info["from_snapshot"], info["to_snapshot"], info["read"]) == (lo, hi, "appends")
+        checked_read(lo, hi)
         plain_range(spark, src, lo, hi)
         plain_full(spark, src)
         got = spark.read.format("iceberg").option("start-snapshot-id", str(lo)) \
             .option("end-snapshot-id", str(hi)).load(src).count()
         assert got == new, (got, new)
-        ours, plain, full = [], [], []
+        ours, plain, full, phases, plain_trips = [], [], [], [], []
         for i in range(a.repeat):
             lo, hi = increment()
             if i % 2:
                 plain.append(plain_range(spark, src, lo, hi))
-            s, info = sm_read(spark, state, src)
-            assert (info["from_snapshot"], info["to_snapshot"], info["read"]) == (lo, hi, "appends"), info
-            ours.append(s)
+                plain_trips.append(PHASES.last.get("py4j"))
+            ours.append(checked_read(lo, hi))
+            phases.append(PHASES.last)
             if not i % 2:
                 plain.append(plain_range(spark, src, lo, hi))
+                plain_trips.append(PHASES.last.get("py4j"))
             full.append(plain_full(spark, src))
-            print(f"  read trial {i + 1}: sparkmark {s:.3f}s plain {plain[-1]:.3f}s "
-                  f"full {full[-1]:.3f}s", flush=True)
+            print(f"  read trial {i + 1}: sparkmark {ours[-1]:.3f}s plain {plain[-1]:.3f}s "
+                  f"full {full[-1]:.3f}s  load {os.getloadavg()[0]:.2f}", flush=True)
         read = {"table_rows": a.rows, "new_rows_per_run": new,
                 "table_rows_at_end": top, "load_s": round(load_s, 2),
                 "first_run_s": round(first_s, 3),
                 "sparkmark": stats(ours), "plain_range": stats(plain), "full_scan": stats(full)}
         read["sparkmark_over_plain"] = ratio(read["sparkmark"], read["plain_range"])
         read["full_over_sparkmark"] = ratio(read["full_scan"], read["sparkmark"])
+        if not a.no_phases:
+            read["sparkmark_phases"] = summarize(phases)
+            read["plain_py4j_round_trips_median"] = statistics.median(plain_trips)
+            lo, hi = increment()
+            read["cprofile_one_run"] = cprofiled(lambda: checked_read(lo, hi))[1]
         result["read"] = read
 
         # ------------------------------------------------------------ write
@@ -380,83 +418,49 @@ def main(argv=None) -> int:
             tgt = f"local.db.target_{n}"
             spark.sql(f"CREATE TABLE {tgt} ({COLS}, {STAMPS}) USING iceberg")
             job_name = f"bench_ice_write_{n}"
-            ours, plain = [], []
+            ours, plain, phases, plain_trips = [], [], [], []
             for i in range(a.repeat + 1):  # trial 0 is the warm-up
                 df_sm, df_plain = rows(spark, base, n), stamped(spark, base + n, n)
                 base += 2 * n
-                order = ("sm", "plain") if i % 2 else ("plain", "sm")
-                for peer in order:
+                for peer in (("sm", "plain") if i % 2 else ("plain", "sm")):
                     if peer == "sm":
                         s, got = sm_write(spark, state, tgt, df_sm, job_name)
                         assert got == n, (got, n)
                         if i:
                             ours.append(s)
+                            phases.append(PHASES.last)
                     else:
                         s = plain_write(tgt, df_plain)
                         if i:
                             plain.append(s)
+                            plain_trips.append(PHASES.last.get("py4j"))
                 if i:
                     print(f"  write {n:,} trial {i}: sparkmark {ours[-1]:.3f}s plain "
-                          f"{plain[-1]:.3f}s", flush=True)
-            total = spark.table(tgt).count()
-            assert total == 2 * n * (a.repeat + 1), (total, n)  # each sparkmark run once
-            w = {"rows": n, "sparkmark": stats(ours), "plain_append": stats(plain),
-                 "target_rows_checked": total}
+                          f"{plain[-1]:.3f}s  load {os.getloadavg()[0]:.2f}", flush=True)
+            w = {"rows": n, "sparkmark": stats(ours), "plain_append": stats(plain)}
             w["sparkmark_over_plain"] = ratio(w["sparkmark"], w["plain_append"])
+            if not a.no_phases:
+                w["sparkmark_phases"] = summarize(phases)
+                w["plain_py4j_round_trips_median"] = statistics.median(plain_trips)
+                df = rows(spark, base, n)
+                base += n
+                got = cprofiled(lambda df=df, tgt=tgt, job_name=job_name:
+                                sm_write(spark, state, tgt, df, job_name))
+                w["cprofile_one_run"] = got[1]
+            sm_runs = a.repeat + 1 + (0 if a.no_phases else 1)
+            total = spark.table(tgt).count()
+            assert total == n * (sm_runs + a.repeat + 1), (total, n)  # each run's rows once
+            w["target_rows_checked"] = total
             writes.append(w)
         result["write"] = writes
-
-        # ------------------------------------------------------------ profile
-        profiles = []
-        if a.profile_runs > 0:
-            PHASES.install()
-            try:
-                def read_run(i, prof=None):
-                    lo, hi = increment()
-                    c0 = time.process_time()
-                    if prof:
-                        prof.enable()
-                    s, info = sm_read(spark, state, src)
-                    if prof:
-                        prof.disable()
-                    assert info["to_snapshot"] == hi, info
-                    return s, time.process_time() - c0
-
-                profiles.append(profile_scenario(
-                    f"read {new:,} new of {a.rows:,}", a.profile_runs, read_run))
-                lo, hi = increment()
-                profiles[-1]["plain_py4j_round_trips"] = count_trips(
-                    lambda: plain_range(spark, src, lo, hi))
-                for n in sizes:
-                    tgt = f"local.db.target_{n}"
-
-                    def write_run(i, prof=None, n=n, tgt=tgt):
-                        nonlocal base
-                        df = rows(spark, base, n)
-                        base += n
-                        c0 = time.process_time()
-                        if prof:
-                            prof.enable()
-                        s, got = sm_write(spark, state, tgt, df, f"bench_ice_write_{n}")
-                        if prof:
-                            prof.disable()
-                        assert got == n
-                        return s, time.process_time() - c0
-                    profiles.append(profile_scenario(f"write {n:,}", a.profile_runs, write_run))
-                    df = stamped(spark, base, n)
-                    base += n
-                    profiles[-1]["plain_py4j_round_trips"] = count_trips(
-                        lambda df=df, tgt=tgt: plain_write(tgt, df))
-            finally:
-                PHASES.uninstall()
-        result["profile"] = profiles
     finally:
+        PHASES.uninstall()
         spark.stop()
         shutil.rmtree(work, ignore_errors=True)
 
     result = {
         "benchmark": "Iceberg incremental read and exactly-once write, sparkmark vs plain Spark",
-        "command": " ".join([Path(sys.executable).name, *sys.argv]),
+        "command": " ".join(["PYTHONPATH=src", ".venv35/bin/python", *sys.argv]),
         "args": vars(a),
         "goals": {"read_sparkmark_over_plain_max": 1.2, "write_sparkmark_over_plain_max": 1.2},
         **result,
@@ -466,10 +470,13 @@ def main(argv=None) -> int:
                      "iceberg_runtime": RUNTIME_JAR, "java": java,
                      "sparkmark": sparkmark.__version__, "sqlite": sqlite3.sqlite_version},
         "note": "whole runs each side: sparkmark = Job() + init + read/write + commit on a "
-                "SQLite state store; plain = the same read (snapshot range) or append with the "
-                "same noop sink / rows. Best of N and median after one warm-up; peers "
-                "alternate order; every trial reads or writes new rows. Phases: exclusive wall "
-                "time of separate profiled runs (not the timed trials).",
+                "SQLite state store; plain = the same snapshot-range read (or full scan, or "
+                "append of the same rows and columns) with the same noop sink. Best of N and "
+                "median after one warm-up; the peers alternate order; every trial reads or "
+                "writes new rows. Phases: exclusive wall time (a phase excludes the phases it "
+                "calls) of the timed sparkmark runs, median per phase; py4j = round trips "
+                "to the JVM. cprofile_one_run: one more run under cProfile, Python functions "
+                "by own time (socket recv_into = waiting for the JVM).",
     }
     report(result)
     out = Path(a.json)
@@ -479,29 +486,14 @@ def main(argv=None) -> int:
     return 0
 
 
-def count_trips(fn) -> int:
-    """py4j round trips made by ``fn()`` (phase timers installed)."""
-    PHASES.reset()
-    PHASES.on = True
-    try:
-        with span("plain"):
-            fn()
-    finally:
-        PHASES.on = False
-    return sum(PHASES.trips.values())
-
-
 def report(r: dict) -> None:
     rd = r["read"]
     print()
     print(f"read: {rd['new_rows_per_run']:,} new rows per run over a {rd['table_rows']:,}-row "
           f"table (best / median of {len(rd['sparkmark']['runs_s'])})")
-    print(f"  {'sparkmark run':<28}{rd['sparkmark']['best_s']:>8.3f} s "
-          f"{rd['sparkmark']['median_s']:>8.3f} s")
-    print(f"  {'plain snapshot-range read':<28}{rd['plain_range']['best_s']:>8.3f} s "
-          f"{rd['plain_range']['median_s']:>8.3f} s")
-    print(f"  {'plain full scan':<28}{rd['full_scan']['best_s']:>8.3f} s "
-          f"{rd['full_scan']['median_s']:>8.3f} s")
+    for label, key in (("sparkmark run", "sparkmark"), ("plain snapshot-range read", "plain_range"),
+                       ("plain full scan", "full_scan")):
+        print(f"  {label:<28}{rd[key]['best_s']:>8.3f} s {rd[key]['median_s']:>8.3f} s")
     q = rd["sparkmark_over_plain"]
     print(f"  sparkmark / plain range   {q['best']:>6} / {q['median']}   (goal <= 1.2)")
     q = rd["full_over_sparkmark"]
@@ -515,16 +507,17 @@ def report(r: dict) -> None:
               f"{w['sparkmark']['median_s']:<10.3f} {w['plain_append']['best_s']:>9.3f} / "
               f"{w['plain_append']['median_s']:<10.3f} {q['best']:>8} / {q['median']:<8}"
               "(goal <= 1.2)")
-    for p in r.get("profile", []):
+    for label, d in [("read", rd)] + [(f"write {w['rows']:,}", w) for w in r["write"]]:
+        p = d.get("sparkmark_phases")
+        if not p:
+            continue
         print()
-        print(f"phases of a sparkmark run, {p['scenario']} (mean of {p['runs']}): "
-              f"{p['wall_ms_per_run']} ms wall, {p['python_cpu_ms_per_run']} ms Python CPU, "
-              f"{p['py4j_round_trips_per_run']} py4j round trips (plain peer: "
-              f"{p['plain_py4j_round_trips']})")
+        print(f"phases of the sparkmark runs, {label} (median of {p['runs']}): "
+              f"{p['py4j_round_trips_median']:g} py4j round trips (plain peer: "
+              f"{d['plain_py4j_round_trips_median']:g}), {p['python_cpu_ms_median']} ms Python CPU")
         for ph in p["phases"]:
-            calls = "" if ph["calls_per_run"] is None else f"x{ph['calls_per_run']:g}"
-            print(f"  {ph['phase']:<46}{ph['ms_per_run']:>9.1f} ms {calls:>6} "
-                  f"{ph['py4j_per_run']:>7g} py4j")
+            print(f"  {ph['phase']:<46}{ph['median_ms']:>9.1f} ms x{ph['calls']:<4g} "
+                  f"{ph['py4j']:>5g} py4j")
     m = r["machine"]
     print()
     print(f"load average start {[round(x, 2) for x in m['load_avg_start']]}, end "
