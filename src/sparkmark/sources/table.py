@@ -1,8 +1,9 @@
 """``job.read.table``: an Apache Iceberg table read with bookmarks (SPEC §12).
 
 The element is the last snapshot a run processed (``{"table": name, "snapshot_id": id}``).
-At run start the source reads the table's current snapshot once (the ``main`` branch, from the
-``refs`` metadata table): that is the run's upper bound, and the element it commits.  Then:
+At run start the source reads the table's current snapshot once (the ``main`` branch: the
+``current-snapshot-id`` table property, else the ``refs`` metadata table; :func:`current_snapshot`):
+that is the run's upper bound, and the element it commits.  Then:
 
 - first run (nothing committed), or bookmarks disabled: the table as of that snapshot;
 - later runs: the snapshots after the committed one up to it, walked back through their parent
