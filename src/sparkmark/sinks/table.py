@@ -42,6 +42,8 @@ WAP_PROP = "write.wap.enabled"
 _PART = r"(?:[A-Za-z_][A-Za-z0-9_]*|`[^`]+`)"
 _TABLE = re.compile(rf"{_PART}(?:\.{_PART}){{1,}}")
 _WAP_ID = re.compile(r"^[0-9a-f]{32}-[0-9a-f]{8}$")
+#: a last name part Iceberg reads as a branch, tag or time travel (``t.branch_dev``)
+_SELECTOR = re.compile(r"(?i)^(?:branch_|tag_|snapshot_id_|at_timestamp_)")
 #: writer options sparkmark sets itself or that would bypass the staging
 _REJECTED = ("branch", "wap-id")
 
@@ -184,6 +186,27 @@ def wap_snapshots(spark: "SparkSession", table: str, wap_id: str) -> list[dict[s
     """
     if not _WAP_ID.match(wap_id):
         raise SinkError(f"{wap_id!r} is not a sparkmark WAP id; the ledger row is damaged")
+    # The ancestry walked here, in Python, from the current snapshot through the parent links
+    # of one scan of ``snapshots`` (as Iceberg computes ``history.is_current_ancestor``): one
+    # Spark job instead of the join's several.  The current snapshot is read first, so the
+    # scan holds it unless the table changed in between (then: the join, below).
+    current = False if _SELECTOR.match(re.findall(_PART, table)[-1].strip("`")) else \
+        _current_id(spark, table)
+    if current is not False:
+        rows = spark.sql(
+            f"SELECT snapshot_id, parent_id, summary['wap.id'], summary['published-wap-id'], "
+            f"summary['added-records'], summary['added-data-files'] FROM {table}.snapshots"
+        ).collect()
+        parent = {int(r[0]): None if r[1] is None else int(r[1]) for r in rows}
+        if current is None or current in parent:
+            ancestors: set[int] = set()
+            at = current
+            while at is not None and at in parent and at not in ancestors:
+                ancestors.add(at)
+                at = parent[at]
+            return [{"snapshot_id": int(r[0]), "staged": r[2] == wap_id,
+                     "published": int(r[0]) in ancestors, "added_records": int(r[4] or 0),
+                     "added_files": int(r[5] or 0)} for r in rows if wap_id in (r[2], r[3])]
     rows = spark.sql(
         f"SELECT s.snapshot_id, s.summary['wap.id'] AS staged, "
         f"s.summary['published-wap-id'] AS published, s.summary['added-records'] AS added, "
@@ -195,6 +218,17 @@ def wap_snapshots(spark: "SparkSession", table: str, wap_id: str) -> list[dict[s
     return [{"snapshot_id": int(r[0]), "staged": r[1] == wap_id,
              "published": bool(r[5]), "added_records": int(r[3] or 0),
              "added_files": int(r[4] or 0)} for r in rows]
+
+
+def _current_id(spark: "SparkSession", table: str) -> "int | None | bool":
+    """The table's current (``main``) snapshot id from its ``current-snapshot-id`` property
+    (``SHOW TBLPROPERTIES``, on the driver), ``None`` before the first snapshot, ``False`` when
+    the property is not there (then the caller asks the metadata tables)."""
+    props = {str(r[0]): str(r[1]) for r in spark.sql(f"SHOW TBLPROPERTIES {table}").collect()}
+    value = props.get("current-snapshot-id", "")
+    if value == "none":
+        return None
+    return int(value) if value.isdigit() else False
 
 
 def _staged_records(spark: "SparkSession", table: str, wap_id: str) -> int | None:
