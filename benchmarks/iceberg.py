@@ -230,7 +230,7 @@ class Phases:
                 (sink, "_checked_table", "write: table checks (exists, format, columns)"),
                 (sink, "_enable_wap", "write: WAP property"),
                 (sink, "_staged_records", "write: staged snapshot lookup"),
-                (sink, "wap_snapshots", "wap_snapshots (staged + ancestry join)"),
+                (sink, "wap_snapshots", "publish: ancestry check (wap_snapshots)"),
                 (DataFrameWriterV2, "append", "write: the append (staged snapshot)"),
                 (StateStore, "update_run", "ledger: update_run"),
                 (StateStore, "commit_run", "commit: state transaction"),
