@@ -115,7 +115,7 @@ def write_table(run: RunContext, df: "DataFrame", table: str, *,
         else:
             spark.conf.set("spark.wap.id", before)
     # The snapshot just staged under this run's fresh WAP id (nobody else can have published
-    # it yet: the id is new and the run holds the job's lease), so no ancestry join here; the
+    # it yet: the id is new and the run holds the job's lease), so no ancestry check here; the
     # publish checks the ancestry (wap_snapshots) before it cherry-picks.
     staged = _staged_records(spark, table, wap_id)
     if staged is None:
@@ -233,7 +233,7 @@ def _current_id(spark: "SparkSession", table: str) -> "int | None | bool":
 
 def _staged_records(spark: "SparkSession", table: str, wap_id: str) -> int | None:
     """The ``added-records`` of the snapshot staged under ``wap_id`` (``None``: there is none).
-    One scan of the ``snapshots`` metadata table, without :func:`wap_snapshots`' ancestry join.
+    One scan of the ``snapshots`` metadata table, without :func:`wap_snapshots`' ancestry walk.
     """
     if not _WAP_ID.match(wap_id):
         raise SinkError(f"{wap_id!r} is not a sparkmark WAP id; the ledger row is damaged")
