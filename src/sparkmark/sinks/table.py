@@ -188,7 +188,7 @@ def wap_snapshots(spark: "SparkSession", table: str, wap_id: str) -> list[dict[s
         raise SinkError(f"{wap_id!r} is not a sparkmark WAP id; the ledger row is damaged")
     # The ancestry walked here, in Python, from the current snapshot through the parent links
     # of one scan of ``snapshots`` (as Iceberg computes ``history.is_current_ancestor``): one
-    # Spark job instead of the join's several.  The current snapshot is read first, so the
+    # Spark job instead of the join's two.  The current snapshot is read first, so the
     # scan holds it unless the table changed in between (then: the join, below).
     current = False if _SELECTOR.match(re.findall(_PART, table)[-1].strip("`")) else \
         _current_id(spark, table)
