@@ -42,6 +42,8 @@ WAP_PROP = "write.wap.enabled"
 _PART = r"(?:[A-Za-z_][A-Za-z0-9_]*|`[^`]+`)"
 _TABLE = re.compile(rf"{_PART}(?:\.{_PART}){{1,}}")
 _WAP_ID = re.compile(r"^[0-9a-f]{32}-[0-9a-f]{8}$")
+#: a last name part Iceberg reads as a branch, tag or time travel (``t.branch_dev``)
+_SELECTOR = re.compile(r"(?i)^(?:branch_|tag_|snapshot_id_|at_timestamp_)")
 #: writer options sparkmark sets itself or that would bypass the staging
 _REJECTED = ("branch", "wap-id")
 
@@ -80,7 +82,7 @@ def write_table(run: RunContext, df: "DataFrame", table: str, *,
     checked_run_id(run_id)
     spark = run.spark
     stamped = stamp(df, run_id, snapshot_ts) if stamp_rows else df
-    have = table_columns(spark, table, stamped)
+    have, table_props = _checked_table(spark, table, stamped)
     missing = [c for c in stamped.columns if c.lower() not in have]
     if missing:
         adds = ", ".join(f"{f.name} {f.dataType.simpleString()}" for f in stamped.schema.fields
@@ -90,7 +92,7 @@ def write_table(run: RunContext, df: "DataFrame", table: str, *,
                         + (" (sparkmark stamps every row with its run; pass stamp=False to "
                            "write df's columns only)" if stamp_rows else "")
                         + "; nothing was written or committed")
-    _enable_wap(spark, table)
+    _enable_wap(spark, table, table_props)
     wap_id = f"{run_id}-{secrets.token_hex(4)}"
     # In the ledger before the snapshot exists: a crash from here on is cleaned up (or rolled
     # forward) by the next init, which knows what to look for.
@@ -112,13 +114,15 @@ def write_table(run: RunContext, df: "DataFrame", table: str, *,
             spark.conf.unset("spark.wap.id")
         else:
             spark.conf.set("spark.wap.id", before)
-    staged = [s for s in wap_snapshots(spark, table, wap_id) if not s["published"]]
-    if not staged:
+    # The snapshot just staged under this run's fresh WAP id (nobody else can have published
+    # it yet: the id is new and the run holds the job's lease), so no ancestry check here; the
+    # publish checks the ancestry (wap_snapshots) before it cherry-picks.
+    staged = _staged_records(spark, table, wap_id)
+    if staged is None:
         raise SinkError(f"the write to Iceberg table {table} staged no snapshot with wap.id "
                         f"{wap_id} (was {WAP_PROP} turned off meanwhile?); nothing was published")
-    n = int(staged[0]["added_records"])
-    run.add_written(n)
-    return n
+    run.add_written(staged)
+    return staged
 
 
 def table_columns(spark: "SparkSession", table: str, df: "DataFrame | None" = None) -> set[str]:
@@ -127,6 +131,14 @@ def table_columns(spark: "SparkSession", table: str, df: "DataFrame | None" = No
 
     Example: ``"sm_run_id" in table_columns(spark, "local.db.orders")``
     """
+    return _checked_table(spark, table, df)[0]
+
+
+def _checked_table(spark: "SparkSession", table: str, df: "DataFrame | None" = None
+                   ) -> tuple[set[str], dict[str, str]]:
+    """:func:`table_columns` and the table's properties (``SHOW TBLPROPERTIES``: an Iceberg
+    table's have ``format`` = ``iceberg/<file format>``; one command on the driver, no Spark
+    job, and :func:`_enable_wap` reads ``write.wap.enabled`` from the same rows)."""
     try:
         exists = spark.catalog.tableExists(table)
     except Exception as e:  # noqa: BLE001 - an unknown catalog, a malformed name
@@ -140,19 +152,23 @@ def table_columns(spark: "SparkSession", table: str, df: "DataFrame | None" = No
             ddl = f": CREATE TABLE {table} ({cols}) USING iceberg"
         raise SinkError(f"Iceberg table {table} does not exist; sparkmark appends to an existing "
                         f"table only, so create it first{ddl}; nothing was written or committed")
+    why = "its properties have no format iceberg/..."
+    props: dict[str, str] = {}
     try:
-        spark.sql(f"SELECT snapshot_id FROM {table}.refs LIMIT 1").collect()
+        props = {str(r[0]): str(r[1]) for r in spark.sql(f"SHOW TBLPROPERTIES {table}").collect()}
     except Exception as e:  # noqa: BLE001
-        raise SinkError(f"table {table} is not an Apache Iceberg table (it has no snapshot "
-                        f"metadata: {java_error_text(e)}); job.write(..., format='iceberg') writes to "
+        why = f"cannot read its properties: {java_error_text(e)}"
+    if not props.get("format", "").lower().startswith("iceberg/"):
+        raise SinkError(f"table {table} is not an Apache Iceberg table ({why}); "
+                        "job.write(..., format='iceberg') writes to "
                         "tables of a catalog configured as org.apache.iceberg.spark.SparkCatalog"
                         "; nothing was written or committed") from None
-    return {c.lower() for c in spark.table(table).columns}
+    return {c.lower() for c in spark.table(table).columns}, props
 
 
-def _enable_wap(spark: "SparkSession", table: str) -> None:
-    rows = spark.sql(f"SHOW TBLPROPERTIES {table}").collect()
-    if any(r[0] == WAP_PROP and str(r[1]).lower() == "true" for r in rows):
+def _enable_wap(spark: "SparkSession", table: str, props: dict[str, str]) -> None:
+    """Set ``write.wap.enabled=true`` unless ``props`` (the table's properties) has it."""
+    if str(props.get(WAP_PROP, "")).lower() == "true":
         return
     try:  # a metadata-only commit; writers that do not set spark.wap.id are not affected
         spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ('{WAP_PROP}'='true')")
@@ -170,6 +186,27 @@ def wap_snapshots(spark: "SparkSession", table: str, wap_id: str) -> list[dict[s
     """
     if not _WAP_ID.match(wap_id):
         raise SinkError(f"{wap_id!r} is not a sparkmark WAP id; the ledger row is damaged")
+    # The ancestry walked here, in Python, from the current snapshot through the parent links
+    # of one scan of ``snapshots`` (as Iceberg computes ``history.is_current_ancestor``): one
+    # Spark job instead of the join's two.  The current snapshot is read first, so the
+    # scan holds it unless the table changed in between (then: the join, below).
+    current = False if _SELECTOR.match(re.findall(_PART, table)[-1].strip("`")) else \
+        _current_id(spark, table)
+    if current is not False:
+        rows = spark.sql(
+            f"SELECT snapshot_id, parent_id, summary['wap.id'], summary['published-wap-id'], "
+            f"summary['added-records'], summary['added-data-files'] FROM {table}.snapshots"
+        ).collect()
+        parent = {int(r[0]): None if r[1] is None else int(r[1]) for r in rows}
+        if current is None or current in parent:
+            ancestors: set[int] = set()
+            at = current
+            while at is not None and at in parent and at not in ancestors:
+                ancestors.add(at)
+                at = parent[at]
+            return [{"snapshot_id": int(r[0]), "staged": r[2] == wap_id,
+                     "published": int(r[0]) in ancestors, "added_records": int(r[4] or 0),
+                     "added_files": int(r[5] or 0)} for r in rows if wap_id in (r[2], r[3])]
     rows = spark.sql(
         f"SELECT s.snapshot_id, s.summary['wap.id'] AS staged, "
         f"s.summary['published-wap-id'] AS published, s.summary['added-records'] AS added, "
@@ -181,6 +218,28 @@ def wap_snapshots(spark: "SparkSession", table: str, wap_id: str) -> list[dict[s
     return [{"snapshot_id": int(r[0]), "staged": r[1] == wap_id,
              "published": bool(r[5]), "added_records": int(r[3] or 0),
              "added_files": int(r[4] or 0)} for r in rows]
+
+
+def _current_id(spark: "SparkSession", table: str) -> "int | None | bool":
+    """The table's current (``main``) snapshot id from its ``current-snapshot-id`` property
+    (``SHOW TBLPROPERTIES``, on the driver), ``None`` before the first snapshot, ``False`` when
+    the property is not there (then the caller asks the metadata tables)."""
+    props = {str(r[0]): str(r[1]) for r in spark.sql(f"SHOW TBLPROPERTIES {table}").collect()}
+    value = props.get("current-snapshot-id", "")
+    if value == "none":
+        return None
+    return int(value) if value.isdigit() else False
+
+
+def _staged_records(spark: "SparkSession", table: str, wap_id: str) -> int | None:
+    """The ``added-records`` of the snapshot staged under ``wap_id`` (``None``: there is none).
+    One scan of the ``snapshots`` metadata table, without :func:`wap_snapshots`' ancestry walk.
+    """
+    if not _WAP_ID.match(wap_id):
+        raise SinkError(f"{wap_id!r} is not a sparkmark WAP id; the ledger row is damaged")
+    rows = spark.sql(f"SELECT s.summary['added-records'] FROM {table}.snapshots s "
+                     f"WHERE s.summary['wap.id'] = '{wap_id}'").collect()
+    return int(rows[0][0] or 0) if rows else None
 
 
 def publish_table(spark: "SparkSession", run_id: str, out: TableOutput) -> None:
