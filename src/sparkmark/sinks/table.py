@@ -27,6 +27,7 @@ import re
 import secrets
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
+from .. import tablemeta
 from ..errors import ConfigError, JobStateError, SinkError
 from ..jvm import java_error_text
 from ..run import RunContext, TableOutput
@@ -43,7 +44,7 @@ _PART = r"(?:[A-Za-z_][A-Za-z0-9_]*|`[^`]+`)"
 _TABLE = re.compile(rf"{_PART}(?:\.{_PART}){{1,}}")
 _WAP_ID = re.compile(r"^[0-9a-f]{32}-[0-9a-f]{8}$")
 #: a last name part Iceberg reads as a branch, tag or time travel (``t.branch_dev``)
-_SELECTOR = re.compile(r"(?i)^(?:branch_|tag_|snapshot_id_|at_timestamp_)")
+_SELECTOR = tablemeta.SELECTOR
 #: writer options sparkmark sets itself or that would bypass the staging
 _REJECTED = ("branch", "wap-id")
 
@@ -186,6 +187,15 @@ def wap_snapshots(spark: "SparkSession", table: str, wap_id: str) -> list[dict[s
     """
     if not _WAP_ID.match(wap_id):
         raise SinkError(f"{wap_id!r} is not a sparkmark WAP id; the ledger row is damaged")
+    meta = tablemeta.load(spark, table)  # classic sessions: the metadata itself, no Spark job
+    if meta is not None:
+        lineage = meta.ancestors()
+        return [{"snapshot_id": s.id, "staged": s.summary.get("wap.id") == wap_id,
+                 "published": s.id in lineage,
+                 "added_records": int(s.summary.get("added-records") or 0),
+                 "added_files": int(s.summary.get("added-data-files") or 0)}
+                for s in meta.snapshots
+                if wap_id in (s.summary.get("wap.id"), s.summary.get("published-wap-id"))]
     # The ancestry walked here, in Python, from the current snapshot through the parent links
     # of one scan of ``snapshots`` (as Iceberg computes ``history.is_current_ancestor``): one
     # Spark job instead of the join's two.  The current snapshot is read first, so the
@@ -237,6 +247,10 @@ def _staged_records(spark: "SparkSession", table: str, wap_id: str) -> int | Non
     """
     if not _WAP_ID.match(wap_id):
         raise SinkError(f"{wap_id!r} is not a sparkmark WAP id; the ledger row is damaged")
+    meta = tablemeta.load(spark, table)
+    if meta is not None:
+        staged = [s for s in meta.snapshots if s.summary.get("wap.id") == wap_id]
+        return int(staged[0].summary.get("added-records") or 0) if staged else None
     rows = spark.sql(f"SELECT s.summary['added-records'] FROM {table}.snapshots s "
                      f"WHERE s.summary['wap.id'] = '{wap_id}'").collect()
     return int(rows[0][0] or 0) if rows else None

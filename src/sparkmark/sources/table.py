@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..compat import is_connect
 from ..errors import ConfigError, SourceError
+from .. import tablemeta
 from ..jvm import java_error_text
 from ..planning import snapshots as sp
 from ..run import ReadMode, RunContext
@@ -56,7 +57,7 @@ REJECTED = ("snapshot-id", "as-of-timestamp", "start-snapshot-id", "end-snapshot
 _PART = r"(?:[A-Za-z_][A-Za-z0-9_]*|`[^`]+`)"
 _NAME = re.compile(rf"{_PART}(?:\.{_PART})*")
 #: the last name part Iceberg reads as a branch, tag or time travel (``t.branch_dev``)
-_SELECTOR = re.compile(r"(?i)^(?:branch_|tag_|snapshot_id_|at_timestamp_)")
+_SELECTOR = tablemeta.SELECTOR
 
 
 def read_table(run: RunContext, name: str, transformation_ctx: str | None = None,
@@ -74,16 +75,21 @@ def read_table(run: RunContext, name: str, transformation_ctx: str | None = None
     ctx = str(transformation_ctx)
     spark = run.spark
 
+    meta: tablemeta.TableMetadata | None = None
     if bm.mode is ReadMode.REPLAY:
         after = sp.read_element(bm.previous, name, ctx, "--job-bookmark-from run's")
         through = sp.read_element(bm.upper, name, ctx, "--job-bookmark-to run's")
     else:
         after = (sp.read_element(bm.previous, name, ctx) if bm.mode is ReadMode.INCREMENTAL
                  else None)
-        through = current_snapshot(spark, name)
+        meta = tablemeta.load(spark, name) if after is not None else None
+        through = meta.current if meta is not None else current_snapshot(spark, name)
     needs_list = bm.mode is not ReadMode.ALL and after is not None and through is not None \
         and after != through
-    snaps = snapshot_list(spark, name) if needs_list else []
+    if needs_list and meta is None:
+        meta = tablemeta.load(spark, name)
+    snaps = ((table_snapshots(meta) if meta is not None else snapshot_list(spark, name))
+             if needs_list else [])
     plan = sp.plan_read(str(bm.mode), snaps, after, through, policy, table=name, ctx=ctx)
     df = _load(spark, name, plan, reader_opts)
 
@@ -120,6 +126,15 @@ def split_options(options: dict[str, Any] | None) -> tuple[str, dict[str, str]]:
         else:
             rest[str(key)] = str(value)
     return sp.parse_on_non_append(policy), rest
+
+
+def table_snapshots(meta: tablemeta.TableMetadata) -> list[sp.Snapshot]:
+    """The snapshot list the planner takes, from the table's metadata (pure).
+
+    Example: ``table_snapshots(tablemeta.TableMetadata(None, []))  # []``
+    """
+    return [sp.Snapshot(s.id, s.parent, s.summary.get("operation", ""),
+                        _count(s.summary.get("total-delete-files"))) for s in meta.snapshots]
 
 
 def current_snapshot(spark: Any, name: str) -> int | None:
