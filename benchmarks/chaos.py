@@ -5,13 +5,19 @@ a check against a model.
     python benchmarks/chaos.py --schedules 20 --seed 1          # 20 schedules of 5 steps
     python benchmarks/chaos.py --schedules 6 --steps 4 --seed 11 --jobs files,jdbc
     python benchmarks/chaos.py --seed 7 --jobs jdbc --replay '[{"kind": "kill", ...}]'
+    .venv35/bin/python benchmarks/chaos.py --jobs files,iceberg --schedules 4 --steps 4
 
 Each schedule runs one job, its kind drawn from the schedule's seed among ``--jobs``:
 ``files`` (JSON files -> parquet files on local disk) or ``jdbc`` (a PostgreSQL source table
 read by a monotonically increasing key -> a PostgreSQL table through the exactly-once JDBC sink,
-staged in ``chaos_target__sm_stage``).  The state is in a real PostgreSQL server (started once
-per chaos run; a fresh database and fresh folders per schedule); the jdbc job's data is on a
-second server, so ``store_down`` is a pure state-store outage.  A schedule is K steps drawn with
+staged in ``chaos_target__sm_stage``), or, on Spark 3.5 with the Iceberg jars only, ``iceberg``
+(JSON files -> the Iceberg table ``local.db.chaos_target`` in a Hadoop catalog whose warehouse is
+the schedule's own folder, written by write-audit-publish; the catalog and the jars are in a
+``spark-defaults.conf`` under the schedule's SPARK_CONF_DIR, which the workers, the checker and
+the CLI's ``bookmark reset --remove-output`` read as a user's would).  The state is in a real
+PostgreSQL server (started once per chaos run; a fresh database and fresh folders per
+schedule); the jdbc job's data is on a second server, so ``store_down`` is a pure state-store
+outage.  A schedule is K steps drawn with
 ``random.Random(seed + i)``; before each step new input arrives (files, or rows in one
 transaction each; unique record ids).  The step kinds:
 
@@ -33,7 +39,13 @@ must be in the target exactly once (a reset's rolled-back records read again), t
 must be EMPTY, no staging output (folder or table rows) may be left, every ledger row must be
 terminal (none RUNNING) and none still 'removing', the SUCCEEDED rows' records_written must add
 up to the records in the target, and a run whose ``commit()`` returned must be SUCCEEDED/EMPTY
-(or ROLLED_BACK by a later reset).  A failing schedule is shrunk (steps removed one at a time
+(or ROLLED_BACK by a later reset).  For the iceberg job the target is read through Iceberg (the
+current snapshot, in a checker process), and "nothing staged left" means, from the
+``snapshots`` and ``history`` metadata tables against the ledger: no staged snapshot of a
+committed run unpublished, no snapshot of an uncommitted run published, every SUCCEEDED run
+with records published (``publish_state`` done), every rolled-back published run removed by a
+``sparkmark.rollback-of`` commit; unpublished snapshots of runs that did not commit are allowed
+and counted (``iceberg_unpublished_uncommitted``).  A failing schedule is shrunk (steps removed one at a time
 while it still fails) and printed as a one-line ``--replay`` command.  Prints a table; writes
 benchmarks/results/chaos.json (``faults`` and ``jobs`` per kind, outcomes, ``reset_states``).
 """
@@ -202,7 +214,8 @@ def iceberg_problems(snaps: list[dict], rows: list[dict]) -> tuple[list[str], in
     wrote rows but has no published snapshot, or is still ``pending``; a ROLLED_BACK run whose
     published rows no ``sparkmark.rollback-of`` commit in the ancestry removed.  Returns the
     problems and the number of unpublished snapshots of runs that did not commit (allowed:
-    Iceberg's ``expire_snapshots`` drops them, docs/tables.md).
+    Iceberg's ``expire_snapshots`` drops them, docs/tables.md; an EMPTY run's row-less staged
+    snapshot is not counted).
 
     Example: ``iceberg_problems([], [])  # ([], 0)``
     """
@@ -228,8 +241,8 @@ def iceberg_problems(snaps: list[dict], rows: list[dict]) -> tuple[list[str], in
         elif st in ("SUCCEEDED", "EMPTY") and s["added"]:
             problems.append(f"iceberg: staged snapshot {s['snapshot_id']} of committed run "
                             f"{s['run_id']} ({st}, {s['added']} rows) left unpublished")
-        else:
-            allowed += 1
+        elif st not in ("SUCCEEDED", "EMPTY"):
+            allowed += 1  # (an EMPTY run's staged snapshot has no rows: never published)
     for r in rows:
         if r["status"] != "SUCCEEDED":
             continue
