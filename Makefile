@@ -25,7 +25,7 @@ SUITES35 ?= tests/test_compat.py tests/test_state_store.py tests/test_lifecycle.
 	tests/test_s3_errors.py tests/test_s3_sinks.py
 # Iceberg tables as a source (Spark 3.5 only): in a pytest process of their own, because the
 # session they need (Iceberg jars and SQL extensions) must be the first one the process starts
-ICEBERG_SUITES35 ?= tests/test_iceberg_source.py tests/test_iceberg_target.py tests/test_iceberg_flows.py
+ICEBERG_SUITES35 ?= tests/test_iceberg_source.py tests/test_iceberg_target.py tests/test_iceberg_flows.py tests/test_chaos_iceberg.py
 CRASH_TRIALS35 ?= 5
 CRASH_JDBC_TRIALS35 ?= 3
 

@@ -5,13 +5,19 @@ a check against a model.
     python benchmarks/chaos.py --schedules 20 --seed 1          # 20 schedules of 5 steps
     python benchmarks/chaos.py --schedules 6 --steps 4 --seed 11 --jobs files,jdbc
     python benchmarks/chaos.py --seed 7 --jobs jdbc --replay '[{"kind": "kill", ...}]'
+    .venv35/bin/python benchmarks/chaos.py --jobs files,iceberg --schedules 4 --steps 4
 
 Each schedule runs one job, its kind drawn from the schedule's seed among ``--jobs``:
 ``files`` (JSON files -> parquet files on local disk) or ``jdbc`` (a PostgreSQL source table
 read by a monotonically increasing key -> a PostgreSQL table through the exactly-once JDBC sink,
-staged in ``chaos_target__sm_stage``).  The state is in a real PostgreSQL server (started once
-per chaos run; a fresh database and fresh folders per schedule); the jdbc job's data is on a
-second server, so ``store_down`` is a pure state-store outage.  A schedule is K steps drawn with
+staged in ``chaos_target__sm_stage``), or, on Spark 3.5 with the Iceberg jars only, ``iceberg``
+(JSON files -> the Iceberg table ``local.db.chaos_target`` in a Hadoop catalog whose warehouse is
+the schedule's own folder, written by write-audit-publish; the catalog and the jars are in a
+``spark-defaults.conf`` under the schedule's SPARK_CONF_DIR, which the workers, the checker and
+the CLI's ``bookmark reset --remove-output`` read as a user's would).  The state is in a real
+PostgreSQL server (started once per chaos run; a fresh database and fresh folders per
+schedule); the jdbc job's data is on a second server, so ``store_down`` is a pure state-store
+outage.  A schedule is K steps drawn with
 ``random.Random(seed + i)``; before each step new input arrives (files, or rows in one
 transaction each; unique record ids).  The step kinds:
 
@@ -33,7 +39,13 @@ must be in the target exactly once (a reset's rolled-back records read again), t
 must be EMPTY, no staging output (folder or table rows) may be left, every ledger row must be
 terminal (none RUNNING) and none still 'removing', the SUCCEEDED rows' records_written must add
 up to the records in the target, and a run whose ``commit()`` returned must be SUCCEEDED/EMPTY
-(or ROLLED_BACK by a later reset).  A failing schedule is shrunk (steps removed one at a time
+(or ROLLED_BACK by a later reset).  For the iceberg job the target is read through Iceberg (the
+current snapshot, in a checker process), and "nothing staged left" means, from the
+``snapshots`` and ``history`` metadata tables against the ledger: no staged snapshot of a
+committed run unpublished, no snapshot of an uncommitted run published, every SUCCEEDED run
+with records published (``publish_state`` done), every rolled-back published run removed by a
+``sparkmark.rollback-of`` commit; unpublished snapshots of runs that did not commit are allowed
+and counted (``iceberg_unpublished_uncommitted``).  A failing schedule is shrunk (steps removed one at a time
 while it still fails) and printed as a one-line ``--replay`` command.  Prints a table; writes
 benchmarks/results/chaos.json (``faults`` and ``jobs`` per kind, outcomes, ``reset_states``).
 """
@@ -55,12 +67,20 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from crash import PHASES, Trial  # noqa: E402  (benchmarks/crash.py: markers, worker process)
+from crash import ICEBERG_PHASES, PHASES, Trial  # noqa: E402  (benchmarks/crash.py: markers, worker)
 
 JOB = "chaos-job"
 KINDS = ("run", "kill", "store_down", "racing", "clock", "input", "reset_kill")
-#: the job kinds a schedule runs: JSON files -> parquet files, or a PostgreSQL table -> another
-JOB_KINDS = ("files", "jdbc")
+#: the job kinds a schedule runs: JSON files -> parquet files, a PostgreSQL table -> another, or
+#: JSON files -> an Iceberg table (Spark 3.5 with the Iceberg jars only)
+JOB_KINDS = ("files", "jdbc", "iceberg")
+#: what a run draws from unless ``--jobs`` says otherwise (any Spark)
+DEFAULT_JOBS = ("files", "jdbc")
+#: the iceberg job's target: a Hadoop catalog ``local`` whose warehouse is the schedule's folder
+ICEBERG_TABLE = "local.db.chaos_target"
+ICEBERG_DDL = (f"CREATE TABLE IF NOT EXISTS {ICEBERG_TABLE} (id STRING, v BIGINT, "
+               "_rescued_data STRING, sm_run_id STRING, sm_snapshot_ts TIMESTAMP) USING iceberg "
+               "TBLPROPERTIES ('write.wap.enabled'='true')")
 SOURCE_TABLE, TARGET_TABLE = "chaos_src", "chaos_target"
 STAGE_TABLE = TARGET_TABLE + "__sm_stage"
 #: the longest random delay before a ``reset_kill`` lands (the CLI takes ~5-15 s here: Python and
@@ -81,7 +101,11 @@ def worker(a: argparse.Namespace) -> None:
         print(m, flush=True)
 
     offset = int(os.environ.get("SPARKMARK_CHAOS_CLOCK_MS") or 0)
-    spark = local_session("chaos-worker", cores=1)
+    spark = local_session("chaos-worker", cores=1)  # iceberg: the catalog from SPARK_CONF_DIR
+    if a.verify:
+        return verify_iceberg(spark)
+    if a.job == "iceberg":  # the user's own setup, before the run (and before any kill)
+        create_iceberg_table(spark)
     mark("ready")
     if a.gate:  # racing drivers: both wait here until the harness opens the gate
         end = time.time() + 120
@@ -107,6 +131,11 @@ def worker(a: argparse.Namespace) -> None:
             mark("before-write")
             job.write_jdbc(df, a.data_jdbc, TARGET_TABLE, properties=props,
                            transformation_ctx="sink")
+        elif a.job == "iceberg":
+            df = job.read.files(a.input, format="json", transformation_ctx="src",
+                                options={"schema": "id STRING, v LONG"})
+            mark("before-write")
+            job.write(df, ICEBERG_TABLE, format="iceberg", transformation_ctx="sink")
         else:
             df = job.read.files(a.input, format="json", transformation_ctx="src",
                                 options={"schema": "id STRING, v LONG"})
@@ -132,17 +161,139 @@ def worker(a: argparse.Namespace) -> None:
         mark(f"ERROR report {type(e).__name__}")
 
 
+def create_iceberg_table(spark) -> None:
+    """The iceberg job's target table, created once (two racing drivers may both try: the
+    Hadoop catalog lets one commit win; the other finds the table)."""
+    for attempt in range(3):
+        try:
+            spark.sql("CREATE NAMESPACE IF NOT EXISTS local.db")
+            spark.sql(ICEBERG_DDL)
+            return
+        except Exception:  # noqa: BLE001 - lost the race to create it: look again
+            try:
+                if spark.table(ICEBERG_TABLE).columns:
+                    return
+            except Exception:  # noqa: BLE001
+                if attempt == 2:
+                    raise
+                time.sleep(0.5)
+
+
+def verify_iceberg(spark) -> None:
+    """Print the iceberg target as the checker needs it: the record ids of the table's current
+    snapshot (with multiplicity) and every snapshot with its sparkmark summary and whether it is
+    an ancestor of the current one (the ``snapshots`` and ``history`` metadata tables)."""
+    try:
+        has_table = bool(spark.table(ICEBERG_TABLE).columns)
+    except Exception:  # noqa: BLE001 - no run created it yet
+        has_table = False
+    if not has_table:
+        print("ICEBERG " + json.dumps({"ids": [], "snapshots": []}), flush=True)
+        return
+    ids = [r.id for r in spark.table(ICEBERG_TABLE).select("id").collect()]
+    t = ICEBERG_TABLE
+    rows = spark.sql(
+        f"SELECT s.snapshot_id, s.operation, s.summary['wap.id'], s.summary['published-wap-id'],"
+        f" s.summary['sparkmark.run-id'], s.summary['added-records'],"
+        f" s.summary['sparkmark.rollback-of'], coalesce(h.is_current_ancestor, false) "
+        f"FROM {t}.snapshots s LEFT JOIN {t}.history h ON s.snapshot_id = h.snapshot_id"
+    ).collect()
+    keys = ("snapshot_id", "operation", "wap_id", "published_wap_id", "run_id", "added",
+            "rollback_of", "ancestor")
+    snaps = [dict(zip(keys, r)) for r in rows]
+    for x in snaps:
+        x["added"] = int(x["added"] or 0)
+        x["ancestor"] = bool(x["ancestor"])
+    print("ICEBERG " + json.dumps({"ids": ids, "snapshots": snaps}), flush=True)
+
+
+def iceberg_problems(snaps: list[dict], rows: list[dict]) -> tuple[list[str], int]:
+    """What the Iceberg target's snapshots say against the ledger (pure): a staged snapshot of
+    a committed (SUCCEEDED/EMPTY) run with rows still unpublished; a published snapshot of a
+    run that is not SUCCEEDED (or ROLLED_BACK: published, then removed); a SUCCEEDED run that
+    wrote rows but has no published snapshot, or is still ``pending``; a ROLLED_BACK run whose
+    published rows no ``sparkmark.rollback-of`` commit in the ancestry removed.  Returns the
+    problems and the number of unpublished snapshots of runs that did not commit (allowed:
+    Iceberg's ``expire_snapshots`` drops them, docs/tables.md; an EMPTY run's row-less staged
+    snapshot is not counted).
+
+    Example: ``iceberg_problems([], [])  # ([], 0)``
+    """
+    problems: list[str] = []
+    status = {r["run_id"]: r for r in rows}
+    picked = {s["published_wap_id"] for s in snaps if s["ancestor"] and s["published_wap_id"]}
+    rolled = {s["rollback_of"] for s in snaps if s["ancestor"] and s["rollback_of"]}
+    published_runs: set[str] = set()
+    allowed = 0
+    for s in snaps:
+        if not s["wap_id"]:
+            continue  # the table's creation, a cherry-pick, a rollback's delete
+        run = status.get(s["run_id"]) or {}
+        st = run.get("status")
+        if s["ancestor"] or s["wap_id"] in picked:
+            published_runs.add(s["run_id"])
+            if st not in ("SUCCEEDED", "ROLLED_BACK"):
+                problems.append(f"iceberg: snapshot {s['snapshot_id']} of run {s['run_id']} "
+                                f"({st}) is published: an uncommitted run's rows are visible")
+            elif st == "ROLLED_BACK" and s["added"] and s["run_id"] not in rolled:
+                problems.append(f"iceberg: run {s['run_id']} is ROLLED_BACK but no rollback "
+                                "commit in the ancestry removed its published rows")
+        elif st in ("SUCCEEDED", "EMPTY") and s["added"]:
+            problems.append(f"iceberg: staged snapshot {s['snapshot_id']} of committed run "
+                            f"{s['run_id']} ({st}, {s['added']} rows) left unpublished")
+        elif st not in ("SUCCEEDED", "EMPTY"):
+            allowed += 1  # (an EMPTY run's staged snapshot has no rows: never published)
+    for r in rows:
+        if r["status"] != "SUCCEEDED":
+            continue
+        if r["publish_state"] not in (None, "done"):
+            problems.append(f"iceberg: SUCCEEDED run {r['run_id']} still "
+                            f"publish_state={r['publish_state']!r} after recovery")
+        if (r["records_written"] or 0) and r["run_id"] not in published_runs:
+            problems.append(f"iceberg: SUCCEEDED run {r['run_id']} wrote "
+                            f"{r['records_written']} records but no snapshot of it is published")
+    return problems, allowed
+
+
+def iceberg_unavailable() -> str | None:
+    """Why the iceberg job kind cannot run in this Python (None when it can)."""
+    import pyspark
+    if not pyspark.__version__.startswith("3.5."):
+        return (f"--jobs iceberg needs Spark 3.5 with the Iceberg jars, and this Python has "
+                f"PySpark {pyspark.__version__}: run chaos.py with .venv35/bin/python")
+    from sparkmark.devtools.iceberg import iceberg_jars
+    try:
+        iceberg_jars(fetch=False)
+    except FileNotFoundError as e:
+        return f"--jobs iceberg: {e}"
+    return None
+
+
+def write_spark_defaults(conf_dir: Path, warehouse: Path) -> None:
+    """``spark-defaults.conf`` with the Iceberg jars and the Hadoop catalog ``local`` on
+    ``warehouse``: how a user hands the catalog to the CLI (``bookmark reset --remove-output``)
+    and to a script started with plain ``python`` (SPARK_CONF_DIR)."""
+    from crash import iceberg_conf
+    conf_dir.mkdir(parents=True, exist_ok=True)
+    conf = iceberg_conf(str(warehouse))
+    (conf_dir / "spark-defaults.conf").write_text(
+        "".join(f"{k} {v}\n" for k, v in sorted(conf.items())))
+
+
 # ---------------------------------------------------------------------------- schedules
-def draw_step(rng: random.Random, kind: str | None = None) -> dict:
-    """One step with all its random choices, so that a schedule replays from its JSON."""
+def draw_step(rng: random.Random, kind: str | None = None, job: str = "files") -> dict:
+    """One step with all its random choices, so that a schedule replays from its JSON.
+    The iceberg job's ``commit`` phase is wider (its publish is a cherry-pick in Spark SQL);
+    every job draws the same kinds and phases from the same rng."""
     kind = kind or rng.choice(KINDS)
+    phases = ICEBERG_PHASES if job == "iceberg" else PHASES
     step: dict = {"kind": kind, "seed": rng.randrange(1 << 30)}
     if kind == "kill":
-        step["phase"] = rng.choice(list(PHASES))
-        step["delay"] = round(rng.uniform(0, PHASES[step["phase"]][1]), 3)
+        step["phase"] = rng.choice(list(phases))
+        step["delay"] = round(rng.uniform(0, phases[step["phase"]][1]), 3)
     elif kind == "store_down":
-        step["phase"] = rng.choice(list(PHASES))
-        step["delay"] = round(rng.uniform(0, PHASES[step["phase"]][1]), 3)
+        step["phase"] = rng.choice(list(phases))
+        step["delay"] = round(rng.uniform(0, phases[step["phase"]][1]), 3)
         step["down_s"] = round(rng.uniform(0.2, 3.0), 2)
     elif kind == "clock":
         step["offset_min"] = rng.choice([-1, 1]) * rng.randint(1, 30)
@@ -158,9 +309,9 @@ def draw_step(rng: random.Random, kind: str | None = None) -> dict:
     return step
 
 
-def draw_schedule(seed: int, steps: int) -> list[dict]:
+def draw_schedule(seed: int, steps: int, job: str = "files") -> list[dict]:
     rng = random.Random(seed)
-    return [draw_step(rng) for _ in range(steps)]
+    return [draw_step(rng, job=job) for _ in range(steps)]
 
 
 def draw_job(seed: int, jobs: tuple[str, ...] | list[str]) -> str:
@@ -249,6 +400,12 @@ class Schedule:
         self.reset_states: Counter = Counter()  # what each reset_kill left
         self.env = dict(os.environ, PYTHONPATH=str(ROOT / "src"), SPARKMARK_LEASE_SECONDS="30")
         self.env.pop("SPARKMARK_CHAOS_CLOCK_MS", None)
+        if job == "iceberg":
+            # the catalog (a fresh warehouse folder) and the jars in spark-defaults.conf: the
+            # workers, the checker and the CLI's reset all find the table the way a user's would
+            write_spark_defaults(workdir / "spark-conf", workdir / "warehouse")
+            self.env["SPARK_CONF_DIR"] = str(workdir / "spark-conf")
+        self.iceberg_unpublished = 0           # unpublished snapshots of uncommitted runs
         self.outcomes: Counter = Counter()     # (kind, outcome) -> count
         self.committed: list[str] = []         # run ids whose commit() returned
         self.problems: list[str] = []
@@ -446,6 +603,22 @@ class Schedule:
         finally:
             engine.dispose()
 
+    def iceberg_state(self) -> dict:
+        """The Iceberg target read by a checker process (Spark with the schedule's catalog):
+        ``ids`` of the current snapshot and ``snapshots`` (see :func:`verify_iceberg`)."""
+        t = Trial(self.base + ["--worker", "--verify"], self.env)
+        try:
+            t.proc.wait(WORKER_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            t.kill()
+            t.proc.wait(30)
+        time.sleep(0.05)
+        out = [json.loads(x[8:]) for x in t.lines if x.startswith("ICEBERG ")]
+        if not out:
+            raise RuntimeError(f"the Iceberg checker failed (exit {t.proc.returncode}): "
+                               f"{t.lines[-3:]}")
+        return out[0]
+
     def ledger(self) -> list[dict]:
         try:
             return ledger_rows(self.state)
@@ -467,7 +640,11 @@ class Schedule:
             results.append(res[0])
         if results[-1]["status"] != "EMPTY" or results[-1]["records_written"]:
             self.problems.append(f"the last recovery run found new input: {results[-1]}")
-        ids = read_target_ids(self)
+        if self.job == "iceberg":  # one checker process: the ids and the snapshots
+            ice = self.iceberg_state()
+            ids = ice["ids"]
+        else:
+            ids = read_target_ids(self)
         counts = Counter(ids)
         expected = set(self.inputs.expected)
         dupes = sorted(r for r, c in counts.items() if c > 1)
@@ -477,6 +654,10 @@ class Schedule:
                           ("unexpected", unexpected)):
             if got:
                 self.problems.append(f"{len(got)} record ids {what} in the target: {got[:5]}")
+        if self.job == "iceberg":
+            found, self.iceberg_unpublished = iceberg_problems(ice["snapshots"],
+                                                               ledger_rows(self.state))
+            self.problems.extend(found)
         if (self.target / "_sparkmark_staging").exists():
             self.problems.append("staging output left in the target (_sparkmark_staging)")
         staged = staged_rows(self)
@@ -514,7 +695,10 @@ def read_ids(target: Path) -> list[str]:
 
 
 def read_target_ids(sch: "Schedule") -> list[str]:
-    """The record ids in the schedule's target (files or the PostgreSQL table)."""
+    """The record ids in the schedule's target (files, the PostgreSQL table, or the Iceberg
+    table's current snapshot, read through Iceberg by a checker process)."""
+    if sch.job == "iceberg":
+        return sch.iceberg_state()["ids"]
     if sch.job != "jdbc":
         return read_ids(sch.target)
     return _table_ids(sch.data_sa, TARGET_TABLE)
@@ -606,7 +790,7 @@ def replay_command(seed: int, steps: list[dict], job: str = "files") -> str:
 
 def run_chaos(schedules: int, seed: int, steps: int = 5, *, replay: list[dict] | None = None,
               force_kinds: bool = False, do_shrink: bool = True, shrink_budget: int = 4,
-              jobs: tuple[str, ...] | list[str] = JOB_KINDS, log=print) -> dict:
+              jobs: tuple[str, ...] | list[str] = DEFAULT_JOBS, log=print) -> dict:
     """Run the schedules; returns the report (also what chaos.json holds).
 
     ``jobs``: the job kinds to draw from (each schedule runs one, drawn from its seed).
@@ -620,6 +804,8 @@ def run_chaos(schedules: int, seed: int, steps: int = 5, *, replay: list[dict] |
     outcomes: Counter = Counter()
     ledger: Counter = Counter()
     reset_states: Counter = Counter()
+    per_job: dict[str, Counter] = {}
+    iceberg_unpublished = 0
     violations: list[dict] = []
     plans = []
     if replay is not None:
@@ -627,12 +813,17 @@ def run_chaos(schedules: int, seed: int, steps: int = 5, *, replay: list[dict] |
     else:
         forced = list(KINDS) if force_kinds else []
         for i in range(schedules):
-            plan = draw_schedule(seed + i, steps)
+            job = draw_job(seed + i, jobs)
+            plan = draw_schedule(seed + i, steps, job)
             rng = random.Random(seed + i)
             for j in range(len(plan)):
                 if forced:
-                    plan[j] = draw_step(rng, forced.pop(0))
-            plans.append((seed + i, draw_job(seed + i, jobs), plan))
+                    plan[j] = draw_step(rng, forced.pop(0), job)
+            plans.append((seed + i, job, plan))
+    if any(job == "iceberg" for _, job, _ in plans):
+        why = iceberg_unavailable()
+        if why:
+            raise SystemExit(why)
     records = 0
     pg = start_postgres()
     data_pg = None
@@ -648,6 +839,8 @@ def run_chaos(schedules: int, seed: int, steps: int = 5, *, replay: list[dict] |
             job_counts[job] += 1
             for p in plan:
                 faults[p["kind"]] += 1
+                per_job.setdefault(job, Counter())[p["kind"]] += 1
+            iceberg_unpublished += sch.iceberg_unpublished
             outcomes.update(sch.outcomes)
             reset_states.update(sch.reset_states)
             ledger.update(getattr(sch, "ledger", {}))
@@ -672,6 +865,9 @@ def run_chaos(schedules: int, seed: int, steps: int = 5, *, replay: list[dict] |
         table.setdefault(kind, Counter())[outcome] += c
     return {"schedules": len(plans), "steps": steps, "seed": seed, "faults": dict(faults),
             "jobs": dict(job_counts),
+            "faults_per_job": {j: dict(c) for j, c in sorted(per_job.items())},
+            # unpublished staged snapshots of runs that did not commit (allowed, not an error)
+            "iceberg_unpublished_uncommitted": iceberg_unpublished,
             "outcomes": {k: dict(v) for k, v in sorted(table.items())},
             "reset_states": dict(reset_states),
             "ledger_statuses": dict(ledger), "source_records": records,
@@ -691,6 +887,8 @@ def print_table(report: dict) -> None:
               + "".join(f"{outs[c]:>10}" for c in cols) + f"  {dict(other) or ''}")
     if report["reset_states"]:
         print(f"reset_kill left: {report['reset_states']}")
+    for job, kinds in report.get("faults_per_job", {}).items():
+        print(f"  {job}: {kinds}")
     print(f"schedules={report['schedules']} jobs={report['jobs']} "
           f"source_records={report['source_records']} "
           f"ledger={report['ledger_statuses']} violations={len(report['violations'])} "
@@ -711,23 +909,30 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--steps", type=int, default=5)
     ap.add_argument("--replay", help="run one schedule: a JSON list of steps")
-    ap.add_argument("--jobs", default=",".join(JOB_KINDS),
-                    help="job kinds to draw from, comma-separated (files, jdbc)")
+    ap.add_argument("--jobs", default=",".join(DEFAULT_JOBS),
+                    help="job kinds to draw from, comma-separated (files, jdbc, iceberg; "
+                         "iceberg needs Spark 3.5 and the Iceberg jars)")
     ap.add_argument("--no-shrink", action="store_true")
     ap.add_argument("--shrink-budget", type=int, default=4,
                     help="most schedules re-run to shrink one failing schedule")
     ap.add_argument("--json", default=str(ROOT / "benchmarks" / "results" / "chaos.json"))
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--verify", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--job", default="files", help=argparse.SUPPRESS)
     for hidden in ("--state", "--input", "--target", "--gate", "--data-jdbc"):
         ap.add_argument(hidden, help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.worker:
         return worker(a)
+    jobs = parse_jobs(a.jobs)
+    if "iceberg" in jobs:
+        why = iceberg_unavailable()
+        if why:
+            raise SystemExit(f"chaos.py: {why}")
     report = run_chaos(a.schedules, a.seed, a.steps,
                        replay=json.loads(a.replay) if a.replay else None,
                        do_shrink=not a.no_shrink, shrink_budget=a.shrink_budget,
-                       jobs=parse_jobs(a.jobs))
+                       jobs=jobs)
     print_table(report)
     for v in report["violations"]:
         print(f"VIOLATION seed={v['seed']}: {v['problems']}")
