@@ -181,10 +181,14 @@ def main() -> None:
     server = start_moto()
     spark = local_session("bench-s3", extra_conf={**s3a_session_conf(), **server.spark_conf()})
     old = json.loads(Path(a.json).read_text()) if Path(a.json).exists() else {}
-    result = {k: v for k, v in old.items() if k in CASES} if set(a.cases) != set(CASES) else {}
-    if result:  # figures kept from an earlier run: say so, with that run's load
-        result["kept_from_earlier_run"] = {"cases": sorted(result), "load_avg":
-                                           old.get("load_avg")}
+    kept = [c for c in CASES if c not in a.cases and c in old]
+    result: dict = {c: old[c] for c in kept}
+    if kept:  # figures kept from an earlier run: say so, with the load each was measured at
+        before = old.get("kept_from_earlier_run") or {}
+        result["kept_from_earlier_run"] = {
+            "cases": kept, "load_avg": {c: (before["load_avg"].get(c) if c in before.get(
+                "cases", ()) and isinstance(before.get("load_avg"), dict) else old.get("load_avg"))
+                for c in kept}}
     result.update({"server": "moto (in process)", "spark": pyspark.__version__,
                    "python": sys.version.split()[0], "cases_measured": a.cases})
     with tempfile.TemporaryDirectory() as d:
