@@ -495,3 +495,23 @@ def test_lexical_file_names_an_older_name_waits_for_the_full_listing_and_is_back
     assert late.info()["backfilled"] == 1
     mode, _, read, late, _, _ = _flat_run(store, element, 2_600, interval=2, start_after=True)
     assert mode == "lexical" and read == [] and not late.unseen
+
+
+def test_lexical_file_names_an_excluded_file_does_not_set_the_greatest_name():
+    """``exclusions``: a file the source leaves out (an upload in progress under a temporary
+    name that sorts after the finished one) must not hold the next listing back."""
+    store = FlatStore()
+    store.files = {"events-0001.json": 1, "events-0002.json.tmp": 2}
+    res = walk([store.root], store.list_level, recurse=False, previous=None, mode="full",
+               listing_ts=10, file_names=True, name_counts=lambda p: not p.endswith(".tmp"))
+    assert res.state.name == "events-0001.json"
+    store.files["events-0002.json"] = 3
+    res = walk([store.root], store.list_level, recurse=False, previous=res.state,
+               mode="lexical", listing_ts=20, list_after=store.after, file_names=True,
+               name_counts=lambda p: not p.endswith(".tmp"))
+    assert {e.path.rsplit("/", 1)[1] for e in res.files} == {"events-0002.json",
+                                                             "events-0002.json.tmp"}
+    assert res.state.name == "events-0002.json"
+    no_filter = walk([store.root], store.list_level, recurse=False, previous=None, mode="full",
+                     listing_ts=10, file_names=True)
+    assert no_filter.state.name == "events-0002.json.tmp"

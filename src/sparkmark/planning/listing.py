@@ -323,7 +323,8 @@ def walk(roots: Sequence[str], list_level: Callable[[list[str]], Iterable[Level]
          mode: str, listing_ts: int, started_ms: int | None = None, margin_ms: int = 0,
          took_ms: Callable[[], int] | None = None, roots_key: Sequence[str] | None = None,
          list_after: Callable[[str, str], Level | None] | None = None,
-         file_names: bool = False) -> WalkResult:
+         file_names: bool = False, name_counts: Callable[[str], bool] | None = None
+         ) -> WalkResult:
     """List the directory trees under ``roots`` level by level.
 
     ``list_level(dirs)`` returns a :class:`Level` for each directory (one call per depth, so a
@@ -342,7 +343,8 @@ def walk(roots: Sequence[str], list_level: Callable[[list[str]], Iterable[Level]
     ``lexical`` walk after such a listing lists the root from that name on with ``list_after``
     (only the newer names: the cost depends on the new files only; a file whose name sorts
     before it waits for the next full listing); where ``list_after`` returns None the whole
-    root is listed.  ``started_ms`` (the driver's
+    root is listed; ``name_counts(path)`` is False for a file the source leaves out
+    (``exclusions``), whose name must not hold the next listing back.  ``started_ms`` (the driver's
     clock when the listing starts) and ``took_ms`` (its duration, a callable) are kept for the
     next run.
     """
@@ -382,8 +384,11 @@ def walk(roots: Sequence[str], list_level: Callable[[list[str]], Iterable[Level]
                 files.extend(found)
                 file_dirs.append((d.rstrip("/"), found[0].path))
                 if file_names and at_root:
-                    top_file = max(f.path for f in found).rpartition("/")[2]
-                    greatest = top_file if greatest is None else max(greatest, top_file)
+                    top_file = max((f.path for f in found if name_counts is None
+                                    or name_counts(f.path)), default=None)
+                    if top_file is not None:
+                        top_file = top_file.rpartition("/")[2]
+                        greatest = top_file if greatest is None else max(greatest, top_file)
             has_dirs = False
             for e in subdirs:
                 name = e.name or e.path.rstrip("/").rsplit("/", 1)[-1]

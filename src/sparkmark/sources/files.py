@@ -256,7 +256,9 @@ def list_inputs(spark: "SparkSession | None", paths: Sequence[str], opts: BandOp
                            margin_ms=margin,
                            took_ms=functools.partial(_elapsed_ms, t0),
                            roots_key=roots, list_after=after,
-                           file_names=opts.lexical_file_names)
+                           file_names=opts.lexical_file_names,
+                           name_counts=functools.partial(_kept, len(path.rstrip("/")) + 1,
+                                                         patterns) if patterns else None)
             listing_progress.finish(lister)
             states.append(res.state)
             out.dirs_listed += res.dirs_listed
@@ -282,6 +284,11 @@ def list_inputs(spark: "SparkSession | None", paths: Sequence[str], opts: BandOp
     if counted:
         out.list_requests = sum((after or 0) - before for after, before in counted)
     return out
+
+
+def _kept(cut: int, patterns: list, path: str) -> bool:
+    """Whether ``exclusions`` keep the file (for lexicalFileNames' greatest name)."""
+    return not excluded(path, path[cut:], patterns)
 
 
 _STAT_EACH_UP_TO = 256  # files of one remote folder checked by a status each, else a listing
