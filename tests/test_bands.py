@@ -190,6 +190,9 @@ def test_split_options_separates_glue_options_from_reader_options():
                                full_listing_interval=FullInterval(runs=12))
     assert reader == {"header": "true", "rowTag": "order"}
     assert split_options(None)[0] == BandOptions()
+    opts, _ = split_options({"incrementalListing": "true", "LEXICALFILENAMES": "True"})
+    assert opts.lexical_file_names and opts.incremental_listing
+    assert not split_options({"lexicalFileNames": "false"})[0].lexical_file_names
 
 
 @pytest.mark.parametrize("options, words", [
@@ -202,6 +205,9 @@ def test_split_options_separates_glue_options_from_reader_options():
     ({"recurse": "maybe"}, "recurse"),
     ({"lateFiles": "later"}, "lateFiles"),
     ({"incrementalListing": "sure"}, "incrementalListing"),
+    ({"lexicalFileNames": "true"}, "lexicalFileNames=true needs incrementalListing=true"),
+    ({"lexicalFileNames": True, "incrementalListing": "false"}, "needs incrementalListing"),
+    ({"incrementalListing": "true", "lexicalFileNames": "sorted"}, "lexicalFileNames"),
     ({"fullListingInterval": "often"}, "fullListingInterval"),
     ({"exclusions": "**.tmp"}, "not valid JSON"),
     ({"exclusions": '{"a": 1}'}, "JSON list"),

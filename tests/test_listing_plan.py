@@ -300,3 +300,218 @@ def test_lexical_start_after_lists_what_the_whole_root_listing_would(days, new, 
     assert calls == ([] if loose else [("file:/r", st1.last)])
     if not loose:
         assert "file:/r" not in fs.listed  # the root was not enumerated whole
+
+
+# ---------------------------------------------------------------- lexicalFileNames (flat roots)
+def test_choose_listing_by_file_names_only_with_the_option_and_a_flat_previous_listing():
+    roots = ["s3a://bucket/flat"]
+    prev = ListingState(w=0, full_ts=100, runs=0, roots=roots_hash(roots),
+                        name="events-20241105T101500-0001.json")
+    kw = dict(enabled=True, roots=roots, listing_ts=200, interval=FullInterval(runs=24),
+              has_sketch=True, file_names=True)
+    mode, why = choose_listing(prev, **kw)
+    assert mode == "lexical" and "file names after events-20241105T101500-0001.json" in why
+    assert "lexicalFileNames" in why
+    # without the option, without a name (the root held directories), or for the usual
+    # reasons (no sketch, files left for later, interval due, other roots, local disks): full
+    assert choose_listing(prev, **{**kw, "file_names": False})[0] == "full"
+    assert "no file name" in choose_listing(ListingState(**{**prev.__dict__, "name": None}),
+                                            **kw)[1]
+    assert "sketch" in choose_listing(prev, **{**kw, "has_sketch": False})[1]
+    assert "left for later" in choose_listing(ListingState(**{**prev.__dict__, "pending": 1}),
+                                              **kw)[1]
+    assert "due" in choose_listing(prev, **{**kw, "interval": FullInterval(runs=1)})[1]
+    assert choose_listing(prev, **{**kw, "roots": roots + ["s3a://bucket/q"]})[0] == "full"
+    assert choose_listing(prev, **{**kw, "roots": ["s3a://bucket/other"]})[0] == "full"
+    assert choose_listing(prev, **{**kw, "roots": ["file:/flat"]})[0] != "lexical"
+    back = ListingState.from_element(json.loads(json.dumps(prev.to_element())))
+    assert back == prev and "name" not in ListingState().to_element()
+
+
+class FlatStore:
+    """One flat object-store prefix: file name -> mtime, listed whole (``list_level``) or from a
+    name on (``after``, S3's StartAfter); records which listing was made and what it returned.
+    Names starting with ``_`` or ``.`` are hidden (Spark's rule), as the real listers do."""
+
+    root = "s3a://bucket/flat"
+
+    def __init__(self):
+        self.files: dict[str, int] = {}
+        self.calls: list[tuple[str, str | None, int]] = []  # (kind, start after, entries)
+
+    def _entries(self, keep) -> list[FileEntry]:
+        return [FileEntry(m, f"{self.root}/{n}", 1) for n, m in sorted(self.files.items())
+                if keep(n) and n[0] not in "._"]
+
+    def list_level(self, dirs):
+        assert list(dirs) == [self.root]
+        found = self._entries(lambda n: True)
+        self.calls.append(("whole", None, len(found)))
+        yield Level(self.root, found, [])
+
+    def after(self, root, name):
+        assert root == self.root
+        found = self._entries(lambda n: n > name)
+        self.calls.append(("after", name, len(found)))
+        return Level(root, found, [])
+
+
+def _flat_run(store: FlatStore, element: dict | None, T: int, *, interval: int,
+              start_after: bool, force_full: bool = False):
+    """One incremental run of a source with incrementalListing + lexicalFileNames +
+    lateFiles=read over ``store``, as sources/files.py does it (listing choice, walk, band plan,
+    late plan, the element to commit); returns (mode, files read, late plan, element)."""
+    from sparkmark.planning.bands import BandOptions, BandState, plan_band
+    from sparkmark.planning.latefiles import SettledSketch, plan_late
+    previous = BandState.from_element(element)
+    sketch = (SettledSketch.from_element(previous.extra.get("late"))
+              if previous is not None else None)
+    prev = (ListingState.from_element(previous.extra.get("listing"))
+            if previous is not None else None)
+    mode, _ = choose_listing(prev, enabled=True, roots=[store.root], listing_ts=T,
+                             interval=FullInterval(runs=interval), has_sketch=sketch is not None,
+                             file_names=True)
+    if force_full:
+        mode = "full"
+    res = walk([store.root], store.list_level, recurse=False, previous=prev, mode=mode,
+               listing_ts=T, started_ms=T, took_ms=lambda: 0, roots_key=[store.root],
+               list_after=store.after if start_after else None, file_names=True)
+    opts = BandOptions(max_band=100, late_files="read", incremental_listing=True,
+                       lexical_file_names=True)
+    plan = plan_band(res.files, previous, T, opts)
+    late = plan_late(res.files, previous.low if previous else None, sketch,
+                     previous.files if previous else {}, plan.selected,
+                     -1 if plan.state.low is None else plan.state.low, full=mode == "full",
+                     keep_late=False)
+    read = sorted(set(plan.selected) | set(late.unseen) | set(late.late))
+    extra = {**dict(plan.state.extra), "late": late.sketch.to_element(),
+             "listing": ListingState(**{**res.state.__dict__,
+                                        "pending": plan.deferred + plan.waiting}).to_element()}
+    new = BandState(low=plan.state.low, high=plan.state.high, listing_ts=plan.state.listing_ts,
+                    band=plan.state.band, files=plan.state.files, extra=extra).to_element()
+    return mode, res, read, late, json.loads(json.dumps(new)), prev
+
+
+flat_event = st.tuples(st.sampled_from(["grow", "grow", "older", "hidden"]),
+                       st.integers(0, 3),    # how far back the name goes (older)
+                       st.booleans())        # an old mtime (a long multipart upload)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.lists(flat_event, max_size=6), st.integers(1, 300),
+                          st.integers(0, 2)), min_size=1, max_size=12),
+       st.integers(1, 4), st.booleans())
+def test_lexical_file_names_read_every_file_once_against_a_model(timeline, interval,
+                                                                 start_after):
+    """A flat prefix with time-stamped names (``events-000007.json``), incrementalListing +
+    lexicalFileNames, lateFiles=read.  Random uploads: names that grow, names that sort before
+    the greatest one (a writer that finished late), hidden files, some with old mtimes (a long
+    multipart upload), the run's T sometimes behind the newest upload (files left waiting), a
+    random fullListingInterval; the store may not support StartAfter (``start_after``).
+
+    The model: a lexical run lists only the names after the greatest one the previous listing
+    saw (one ``after`` call, nothing else: the listing depends on the new files only) and
+    reads every new file it lists whose mtime is in its band; a file it could not list is
+    read by the next full listing, and reported there (``backfilled`` or late) when its mtime
+    is settled; no file is read twice; a last full listing leaves nothing unread."""
+    store = FlatStore()
+    element = None
+    read_by: dict[str, int] = {}
+    counter, uid, now = 0, 0, 10_000
+    for step, (events, advance, lag) in enumerate(timeline):
+        for kind, back, old in events:
+            uid += 1
+            mtime = now - 500 if old else now
+            if kind == "grow" or (kind == "older" and counter == 0):
+                counter += 1
+                store.files[f"events-{counter:06d}.json"] = mtime
+            elif kind == "older":  # sorts before events-{counter}.json ("-" < ".")
+                store.files[f"events-{max(0, counter - back):06d}-{uid}.json"] = mtime
+            else:
+                store.files[f"_events-{uid}.tmp"] = mtime
+            now += 1
+        now += advance
+        T = now - lag
+        prev_state = json.loads(json.dumps(element)) if element else None
+        prev_low = prev_state["low"] if prev_state else None
+        store.calls = []
+        mode, res, read, late, element, prev = _flat_run(store, element, T, interval=interval,
+                                                         start_after=start_after)
+        visible = {n: m for n, m in store.files.items() if n[0] not in "._"}
+        listed = {e.path.rsplit("/", 1)[1] for e in res.files}
+        if mode == "lexical" and start_after:
+            assert prev is not None and prev.name is not None
+            assert listed == {n for n in visible if n > prev.name}
+            assert [c[:2] for c in store.calls] == [("after", prev.name)]
+        else:  # a full listing, or a store without StartAfter: the whole root
+            assert listed == set(visible) and [c[0] for c in store.calls] == ["whole"]
+            assert res.state.name == (max(visible) if visible else None)
+        for f in read:
+            name = f.path.rsplit("/", 1)[1]
+            assert name not in read_by, f"{name} read twice"
+            read_by[name] = step
+        for n in listed:  # a listed new file in the band is read by this run
+            if n not in read_by and prev_low is not None and prev_low < visible[n] <= T:
+                pytest.fail(f"{n} was listed in the band and not read")
+        if mode == "full" and prev_low is not None:
+            reported = {f.path.rsplit("/", 1)[1] for f in late.unseen + late.late}
+            for n, m in visible.items():
+                if m <= prev_low:  # settled: read now or before, and reported if now
+                    assert n in read_by
+                    if read_by[n] == step:
+                        assert n in reported
+    _, _, read, _, element, _ = _flat_run(store, element, now + 1_000, interval=interval,
+                                          start_after=start_after, force_full=True)
+    for f in read:
+        name = f.path.rsplit("/", 1)[1]
+        assert name not in read_by, f"{name} read twice"
+        read_by[name] = len(timeline)
+    assert set(read_by) == {n for n in store.files if n[0] not in "._"}
+
+
+def test_lexical_file_names_an_older_name_waits_for_the_full_listing_and_is_backfilled():
+    store = FlatStore()
+    for i in range(50):
+        store.files[f"events-20241105T10{i:02d}00-0001.json"] = 1_000 + i
+    mode, res, read, _, element, _ = _flat_run(store, None, 2_000, interval=2,
+                                               start_after=True)
+    assert mode == "full" and len(read) == 50
+    assert res.state.name == "events-20241105T104900-0001.json"
+    for i in range(5):
+        store.files[f"events-20241105T11{i:02d}00-0001.json"] = 2_100 + i
+    store.files["events-20241105T100000-0002.json"] = 2_050  # an older name, uploaded before
+    store.calls = []
+    mode, res, read, late, element, _ = _flat_run(store, element, 2_200, interval=2,
+                                                  start_after=True)
+    assert mode == "lexical"
+    assert store.calls == [("after", "events-20241105T104900-0001.json", 5)]
+    assert [f.path.rsplit("/", 1)[1] for f in read] == [
+        f"events-20241105T11{i:02d}00-0001.json" for i in range(5)]
+    assert res.state.name == "events-20241105T110400-0001.json" and late.count is None
+    mode, _, read, late, element, _ = _flat_run(store, element, 2_400, interval=2,
+                                                start_after=True)  # one run in 2: full
+    assert mode == "full"
+    assert [f.path.rsplit("/", 1)[1] for f in read] == ["events-20241105T100000-0002.json"]
+    assert late.info()["backfilled"] == 1
+    mode, _, read, late, _, _ = _flat_run(store, element, 2_600, interval=2, start_after=True)
+    assert mode == "lexical" and read == [] and not late.unseen
+
+
+def test_lexical_file_names_an_excluded_file_does_not_set_the_greatest_name():
+    """``exclusions``: a file the source leaves out (an upload in progress under a temporary
+    name that sorts after the finished one) must not hold the next listing back."""
+    store = FlatStore()
+    store.files = {"events-0001.json": 1, "events-0002.json.tmp": 2}
+    res = walk([store.root], store.list_level, recurse=False, previous=None, mode="full",
+               listing_ts=10, file_names=True, name_counts=lambda p: not p.endswith(".tmp"))
+    assert res.state.name == "events-0001.json"
+    store.files["events-0002.json"] = 3
+    res = walk([store.root], store.list_level, recurse=False, previous=res.state,
+               mode="lexical", listing_ts=20, list_after=store.after, file_names=True,
+               name_counts=lambda p: not p.endswith(".tmp"))
+    assert {e.path.rsplit("/", 1)[1] for e in res.files} == {"events-0002.json",
+                                                             "events-0002.json.tmp"}
+    assert res.state.name == "events-0002.json"
+    no_filter = walk([store.root], store.list_level, recurse=False, previous=None, mode="full",
+                     listing_ts=10, file_names=True)
+    assert no_filter.state.name == "events-0002.json.tmp"

@@ -43,7 +43,7 @@ STATE_VERSION = 1
 #: Glue's bookmark options for file sources (the rest of ``options`` goes to Spark's reader).
 BOOKMARK_OPTION_NAMES = ("maxBand", "maxFilesInBand", "boundedFiles", "boundedSize",
                          "exclusions", "recurse", "lateFiles", "incrementalListing",
-                         "fullListingInterval", "onModified")
+                         "fullListingInterval", "onModified", "lexicalFileNames")
 
 
 # ---------------------------------------------------------------------- data
@@ -57,6 +57,7 @@ class BandOptions:
     recurse: bool = False
     late_files: str = "warn"                 # warn | read | fail | ignore (see latefiles.py)
     incremental_listing: bool = False
+    lexical_file_names: bool = False         # flat object-store prefixes: StartAfter a name
     full_listing_interval: FullInterval = field(default_factory=lambda: parse_interval(None))
     on_modified: str = "reprocess"           # reprocess | ignore | fail (see rewrites.py)
 
@@ -302,6 +303,13 @@ def split_options(options: Mapping[str, Any] | None) -> tuple[BandOptions, dict[
         raise ConfigError("options boundedFiles and boundedSize were both given; Glue allows one "
                           "bound per source: keep boundedFiles (a number of files) or "
                           "boundedSize (bytes)")
+    incremental_listing = _bool_option(bm, "incrementalListing", False)
+    lexical_file_names = _bool_option(bm, "lexicalFileNames", False)
+    if lexical_file_names and not incremental_listing:
+        raise ConfigError("option lexicalFileNames=true needs incrementalListing=true (it makes "
+                          "an incremental listing of a flat object-store prefix list only the "
+                          "file names after the greatest one seen); add incrementalListing=true "
+                          "or drop lexicalFileNames")
     opts = BandOptions(
         max_band=DEFAULT_MAX_BAND_MS if max_band is None else max_band,
         max_files_in_band=_int_option(bm, "maxFilesInBand", minimum=1),
@@ -309,7 +317,7 @@ def split_options(options: Mapping[str, Any] | None) -> tuple[BandOptions, dict[
         exclusions=parse_exclusions(bm.get("exclusions")),
         recurse=_bool_option(bm, "recurse", False),
         late_files=late_mode(bm.get("lateFiles")),
-        incremental_listing=_bool_option(bm, "incrementalListing", False),
+        incremental_listing=incremental_listing, lexical_file_names=lexical_file_names,
         full_listing_interval=parse_interval(bm.get("fullListingInterval")),
         on_modified=modified_mode(bm.get("onModified")))
     return opts, reader

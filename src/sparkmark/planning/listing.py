@@ -32,6 +32,11 @@ Object stores have no directory times.  There the listing is *lexical* (``last``
 the greatest ``key=value`` directory name under the root): a run lists the root and only the
 partitions that sort at or after ``last``; new files in older partitions wait for the next full
 listing.  Without a previous listing of the same single root, or without partitions, it is full.
+With ``lexicalFileNames=true`` (opt-in, for flat prefixes whose file names grow: time-stamped
+names) a root that held files and no directories keeps ``name``, its greatest file name, and the
+next run lists the root from that name on (S3's ``StartAfter``): a new file whose name sorts
+before it waits for the next full listing, which reads it once (a backfill, see
+``latefiles.plan_late``).
 
 The *change time* of a directory is its mtime, and on local disks the later of mtime and ctime:
 a directory copied in with a preserved mtime (``cp -p``, ``shutil.copytree``) still gets a new
@@ -161,6 +166,7 @@ class ListingState:
     pending: int = 0
     last: str | None = None  # the greatest key=value directory name under the roots
     parts: bool = False  # the root held nothing but key=value directories (lexical StartAfter)
+    name: str | None = None  # lexicalFileNames: the greatest file name of a files-only root
 
     def to_element(self) -> dict[str, Any]:
         out = {"w": self.w, "took": self.took, "start": self.start, "full_ts": self.full_ts,
@@ -171,6 +177,8 @@ class ListingState:
             out["last"] = self.last
         if self.parts:
             out["parts"] = True
+        if self.name is not None:
+            out["name"] = self.name
         return out
 
     @classmethod
@@ -188,7 +196,8 @@ class ListingState:
                        inner=frozenset(str(h) for h in element.get("inner") or ()),
                        pending=int(element.get("pending", 0)),
                        last=None if element.get("last") is None else str(element["last"]),
-                       parts=element.get("parts") is True)
+                       parts=element.get("parts") is True,
+                       name=None if element.get("name") is None else str(element["name"]))
         except (TypeError, ValueError):
             return None
 
@@ -207,13 +216,15 @@ def merge_states(states: Sequence[ListingState]) -> ListingState:
                         start=min(starts) if starts else None, full_ts=states[0].full_ts,
                         runs=states[0].runs, roots=states[0].roots,
                         inner=frozenset().union(*(s.inner for s in states)),
-                        pending=states[0].pending)  # no ``last``: lexical needs one root
+                        pending=states[0].pending)  # no ``last``/``name``: lexical: one root
 
 
 def choose_listing(previous: ListingState | None, *, enabled: bool, roots: Sequence[str],
-                   listing_ts: int, interval: FullInterval, has_sketch: bool) -> tuple[str, str]:
+                   listing_ts: int, interval: FullInterval, has_sketch: bool,
+                   file_names: bool = False) -> tuple[str, str]:
     """``("full" | "incremental" | "lexical", why)`` for this run (``lexical``: object stores,
-    see :func:`walk`).
+    see :func:`walk`; ``file_names``: ``lexicalFileNames=true``, a flat root may be listed
+    from its greatest file name on).
 
     >>> choose_listing(None, enabled=True, roots=["file:/in"], listing_ts=0,
     ...                interval=FullInterval(runs=3), has_sketch=True)
@@ -224,7 +235,7 @@ def choose_listing(previous: ListingState | None, *, enabled: bool, roots: Seque
     stores = sorted({scheme_of(r) for r in roots} & set(OBJECT_STORES))
     if stores:
         return _choose_lexical(previous, stores[0], roots=roots, listing_ts=listing_ts,
-                               interval=interval, has_sketch=has_sketch)
+                               interval=interval, has_sketch=has_sketch, file_names=file_names)
     if previous is None or previous.w is None or previous.full_ts is None:
         return "full", "no previous listing"
     if previous.roots != roots_hash(roots):
@@ -241,17 +252,22 @@ def choose_listing(previous: ListingState | None, *, enabled: bool, roots: Seque
 
 
 def _choose_lexical(previous: ListingState | None, scheme: str, *, roots: Sequence[str],
-                    listing_ts: int, interval: FullInterval, has_sketch: bool
-                    ) -> tuple[str, str]:
+                    listing_ts: int, interval: FullInterval, has_sketch: bool,
+                    file_names: bool = False) -> tuple[str, str]:
     """Object stores have no directory times: ``lexical`` (descend only into the ``key=value``
-    partitions at or after the greatest one the previous listing saw) when the previous full or
-    lexical listing of the same single root left one, else a full listing."""
+    partitions at or after the greatest one the previous listing saw; with ``file_names``, in a
+    root that held only files, list only the names after the greatest one seen) when the
+    previous full or lexical listing of the same single root left one, else a full listing."""
     base = f"object store ({scheme}:) has no directory times"
     if len(roots) != 1:
         return "full", base + "; lexical listing needs a single input path"
     if previous is None or previous.full_ts is None or previous.roots != roots_hash(roots):
         return "full", base + "; no previous listing of these paths"
-    if previous.last is None:
+    by_name = previous.last is None and file_names and previous.name is not None
+    if previous.last is None and not by_name:
+        if file_names:
+            return "full", base + ("; no key=value partitions to order, and no file name from a "
+                                   "previous listing of a root that holds only files")
         return "full", base + "; no key=value partitions to order"
     if not has_sketch:
         return "full", "no late-file sketch yet"
@@ -259,6 +275,9 @@ def _choose_lexical(previous: ListingState | None, scheme: str, *, roots: Sequen
         return "full", f"{previous.pending} file(s) left for later by the previous run"
     if interval.due(previous.runs, listing_ts - previous.full_ts):
         return "full", "fullListingInterval is due"
+    if by_name:
+        return "lexical", (f"object store ({scheme}:): only file names after {previous.name} "
+                           "(lexicalFileNames: lexical order)")
     return "lexical", (f"object store ({scheme}:): only partitions at or after "
                        f"{previous.last} (lexical order)")
 
@@ -303,7 +322,9 @@ def walk(roots: Sequence[str], list_level: Callable[[list[str]], Iterable[Level]
          recurse: bool, previous: ListingState | None,
          mode: str, listing_ts: int, started_ms: int | None = None, margin_ms: int = 0,
          took_ms: Callable[[], int] | None = None, roots_key: Sequence[str] | None = None,
-         list_after: Callable[[str, str], Level | None] | None = None) -> WalkResult:
+         list_after: Callable[[str, str], Level | None] | None = None,
+         file_names: bool = False, name_counts: Callable[[str], bool] | None = None
+         ) -> WalkResult:
     """List the directory trees under ``roots`` level by level.
 
     ``list_level(dirs)`` returns a :class:`Level` for each directory (one call per depth, so a
@@ -317,7 +338,13 @@ def walk(roots: Sequence[str], list_level: Callable[[list[str]], Iterable[Level]
     the root itself is listed from ``previous.last`` on (S3's ``StartAfter``: the cost no
     longer grows with the number of older partitions; it returns None where the store cannot),
     so a loose file or folder that sorts before it waits for the next full listing too.
-    ``started_ms`` (the driver's
+    With ``file_names`` (``lexicalFileNames=true``) a single root that holds files and no
+    directory the walk enters keeps its greatest file name (``name`` in the state), and a
+    ``lexical`` walk after such a listing lists the root from that name on with ``list_after``
+    (only the newer names: the cost depends on the new files only; a file whose name sorts
+    before it waits for the next full listing); where ``list_after`` returns None the whole
+    root is listed; ``name_counts(path)`` is False for a file the source leaves out
+    (``exclusions``), whose name must not hold the next listing back.  ``started_ms`` (the driver's
     clock when the listing starts) and ``took_ms`` (its duration, a callable) are kept for the
     next run.
     """
@@ -325,6 +352,8 @@ def walk(roots: Sequence[str], list_level: Callable[[list[str]], Iterable[Level]
     threshold = (threshold_of(previous, margin_ms) if incremental and previous is not None
                  else None)
     lexical_from = previous.last if mode == "lexical" and previous is not None else None
+    names_from = (previous.name if mode == "lexical" and previous is not None
+                  and previous.last is None and file_names else None)
     root_set = {r.rstrip("/") for r in roots}
     last: str | None = None
     inner_prev = previous.inner if incremental and previous else frozenset()
@@ -336,9 +365,11 @@ def walk(roots: Sequence[str], list_level: Callable[[list[str]], Iterable[Level]
     level = list(roots)
     first: Iterable[Level] | None = None
     parts = True  # so far the roots hold only key=value directories
-    if (lexical_from is not None and previous is not None and previous.parts
-            and list_after is not None and len(roots) == 1):
-        after = list_after(roots[0], lexical_from)
+    greatest: str | None = None  # file_names: the greatest file name in the root
+    root_dirs = False  # file_names: the root holds a directory the walk enters
+    start_after = (lexical_from if previous is not None and previous.parts else names_from)
+    if (start_after is not None and list_after is not None and len(roots) == 1):
+        after = list_after(roots[0], start_after)
         if after is not None:
             first = [after]
     while level:
@@ -352,6 +383,12 @@ def walk(roots: Sequence[str], list_level: Callable[[list[str]], Iterable[Level]
             if found:
                 files.extend(found)
                 file_dirs.append((d.rstrip("/"), found[0].path))
+                if file_names and at_root:
+                    top_file = max((f.path for f in found if name_counts is None
+                                    or name_counts(f.path)), default=None)
+                    if top_file is not None:
+                        top_file = top_file.rpartition("/")[2]
+                        greatest = top_file if greatest is None else max(greatest, top_file)
             has_dirs = False
             for e in subdirs:
                 name = e.name or e.path.rstrip("/").rsplit("/", 1)[-1]
@@ -373,8 +410,12 @@ def walk(roots: Sequence[str], list_level: Callable[[list[str]], Iterable[Level]
                     nxt.append(e.path)
             if has_dirs:
                 inner.add(dir_hash(d))
+                root_dirs = root_dirs or at_root
         level = nxt
-    if (incremental or lexical_from is not None) and previous is not None:
+    names = [n for n in (greatest, names_from) if n is not None]  # StartAfter: names_from kept
+    kept = max(names) if names and file_names and len(roots) == 1 and not root_dirs else None
+    if (incremental or lexical_from is not None or names_from is not None) and (
+            previous is not None):
         full_ts, runs = previous.full_ts, previous.runs + 1
     else:
         full_ts, runs = listing_ts, 0
@@ -383,5 +424,5 @@ def walk(roots: Sequence[str], list_level: Callable[[list[str]], Iterable[Level]
                          full_ts=full_ts, runs=runs,
                          roots=roots_hash(roots if roots_key is None else roots_key),
                          inner=frozenset(inner), last=last,
-                         parts=parts and last is not None and len(roots) == 1)
+                         parts=parts and last is not None and len(roots) == 1, name=kept)
     return WalkResult(files=files, dirs_listed=listed, state=state, file_dirs=file_dirs)

@@ -255,7 +255,10 @@ def list_inputs(spark: "SparkSession | None", paths: Sequence[str], opts: BandOp
                            listing_ts=listing_ts, started_ms=int(time.time() * 1000),
                            margin_ms=margin,
                            took_ms=functools.partial(_elapsed_ms, t0),
-                           roots_key=roots, list_after=after)
+                           roots_key=roots, list_after=after,
+                           file_names=opts.lexical_file_names,
+                           name_counts=functools.partial(_kept, len(path.rstrip("/")) + 1,
+                                                         patterns) if patterns else None)
             listing_progress.finish(lister)
             states.append(res.state)
             out.dirs_listed += res.dirs_listed
@@ -281,6 +284,11 @@ def list_inputs(spark: "SparkSession | None", paths: Sequence[str], opts: BandOp
     if counted:
         out.list_requests = sum((after or 0) - before for after, before in counted)
     return out
+
+
+def _kept(cut: int, patterns: list, path: str) -> bool:
+    """Whether ``exclusions`` keep the file (for lexicalFileNames' greatest name)."""
+    return not excluded(path, path[cut:], patterns)
 
 
 _STAT_EACH_UP_TO = 256  # files of one remote folder checked by a status each, else a listing
@@ -537,7 +545,8 @@ def read_files(run: RunContext, path: str | Sequence[str], *, format: str = "jso
         mode, why = choose_listing(prev, enabled=band_opts.incremental_listing, roots=roots,
                                    listing_ts=int(bookmark.listing_ts or 0),
                                    interval=band_opts.full_listing_interval,
-                                   has_sketch=sketch is not None)
+                                   has_sketch=sketch is not None,
+                                   file_names=band_opts.lexical_file_names)
         return mode, prev
 
     with gc_paused():  # list and plan: a million small tuples, no garbage cycles
