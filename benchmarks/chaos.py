@@ -405,6 +405,10 @@ class Schedule:
             # workers, the checker and the CLI's reset all find the table the way a user's would
             write_spark_defaults(workdir / "spark-conf", workdir / "warehouse")
             self.env["SPARK_CONF_DIR"] = str(workdir / "spark-conf")
+            # spark-submit arguments in the harness's environment (importing sparkmark.glue
+            # sets some for bare SparkContext() scripts) would replace those jars: drop them
+            self.env.pop("PYSPARK_SUBMIT_ARGS", None)
+        self.statuses: Counter = Counter()     # the ledger's statuses after recovery
         self.iceberg_unpublished = 0           # unpublished snapshots of uncommitted runs
         self.outcomes: Counter = Counter()     # (kind, outcome) -> count
         self.committed: list[str] = []         # run ids whose commit() returned
@@ -681,7 +685,7 @@ class Schedule:
         if lost:
             self.problems.append(f"commit() returned but the ledger says otherwise: {lost}")
         self.records = len(expected)
-        self.ledger = Counter(r["status"] for r in rows)
+        self.statuses = Counter(r["status"] for r in rows)
         return self.problems
 
 
@@ -843,7 +847,7 @@ def run_chaos(schedules: int, seed: int, steps: int = 5, *, replay: list[dict] |
             iceberg_unpublished += sch.iceberg_unpublished
             outcomes.update(sch.outcomes)
             reset_states.update(sch.reset_states)
-            ledger.update(getattr(sch, "ledger", {}))
+            ledger.update(sch.statuses)
             records += getattr(sch, "records", 0)
             if sch.problems:
                 log(f"  VIOLATION: {sch.problems}")

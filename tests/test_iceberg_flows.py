@@ -28,6 +28,15 @@ from sparkmark import Bookmarks, Pipeline
 from sparkmark.errors import ConfigError, PipelineError
 from sparkmark.planning.windows import DAY_MS, parse_time
 
+# importing sparkmark.glue sets PYSPARK_SUBMIT_ARGS (for a Glue script's bare SparkContext())
+# when nothing configures Spark; later tests of this process start Spark subprocesses (crash
+# trials, fault schedules) that must not inherit it
+_SUBMIT_ARGS = os.environ.get("PYSPARK_SUBMIT_ARGS")
+import sparkmark.glue  # noqa: E402,F401
+
+if _SUBMIT_ARGS is None:
+    os.environ.pop("PYSPARK_SUBMIT_ARGS", None)
+
 H = 3_600_000
 DAY0 = parse_time("2024-03-01")
 _counter = itertools.count()
