@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 from . import compat
 from .clock import Clock, checked_now, system_clock
 from .errors import ConfigError, JobStateError, SparkmarkError
-from .jvm import jdbc_read_error
+from .jvm import jdbc_read_error, quick_acks
 from .options import ENABLE, PAUSE, BookmarkArgs, parse_job_args
 from .run import FileRead, ReadMode, SourceBookmark, StagedOutput
 from .secrets import SecretSet
@@ -122,6 +122,7 @@ class Job:
                  files_retention_days: float = DEFAULT_FILES_RETENTION_DAYS):
         if spark is not None:
             compat.check_supported(spark)  # Spark 3.5.x or 4.x, else one clear error
+            quick_acks(spark)  # py4j answers over 8 KB without a 40 ms delayed-ACK stall
         self._spark = spark
         self.store: StateStore = state if isinstance(state, StateStore) else open_store(state)
         self.clock: Clock = clock or system_clock

@@ -12,6 +12,9 @@ stack trace.
 """
 from __future__ import annotations
 
+import io
+import os
+import socket
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -190,3 +193,78 @@ def has_data_source(spark: "SparkSession", name: str) -> bool:
         return True
     except Exception:  # noqa: BLE001 - DATA_SOURCE_NOT_FOUND / AVRO_DATA_SOURCE_NOT_ENABLED
         return False
+
+
+class _QuickAckReader(io.RawIOBase):
+    """A py4j connection's socket as a raw stream that asks for immediate ACKs before each read.
+
+    py4j's Java side writes an answer of more than 8 KB in two sends and has Nagle's algorithm
+    on: the second waits for the ACK of the first, which Linux delays by up to 40 ms on an
+    interactive connection.  Every such answer (a table's metadata, a listing, a wide schema)
+    cost ~44 ms whatever its size (measured here: 8,000 characters 0.3 ms, 10,000 44 ms,
+    64,000 44 ms; with this reader 0.3, 0.4 and 1.2 ms).
+    """
+
+    def __init__(self, sock: socket.socket) -> None:
+        super().__init__()
+        self._sock = sock
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        try:
+            self._sock.setsockopt(socket.IPPROTO_TCP, _QUICKACK, 1)
+        except OSError:
+            pass
+        return self._sock.recv_into(buffer)
+
+
+_QUICKACK: int = getattr(socket, "TCP_QUICKACK", 0)
+
+
+def quick_acks(spark: Any) -> bool:
+    """Have this process's py4j connections ACK answers at once (:class:`_QuickAckReader`), so
+    an answer over 8 KB no longer waits ~40 ms for a delayed ACK.  Linux only; classic
+    sessions only; once per process (py4j's connection classes are patched: every py4j user in
+    the process gains, nothing else changes).  ``SPARKMARK_PY4J_QUICKACK=0`` turns it off.
+    Returns whether it is on.
+
+    Example: ``quick_acks(spark)  # True on Linux``
+    """
+    if not _QUICKACK or os.environ.get("SPARKMARK_PY4J_QUICKACK", "1") == "0":
+        return False
+    try:
+        if getattr(spark, "_jvm", None) is None:
+            return False
+    except Exception:  # noqa: BLE001 - Spark Connect sessions raise on JVM attributes
+        return False
+    try:
+        from py4j import clientserver, java_gateway
+    except ImportError:  # pragma: no cover - classic PySpark always has py4j
+        return False
+    for cls in (clientserver.ClientServerConnection, java_gateway.GatewayConnection):
+        if getattr(cls, "_sparkmark_quick_acks", False) or not hasattr(cls, "send_command"):
+            continue
+        original = cls.send_command
+
+        def send_command(self: Any, command: Any, _original: Any = original) -> Any:
+            stream, sock = getattr(self, "stream", None), getattr(self, "socket", None)
+            if sock is not None and stream is not None \
+                    and not getattr(stream, "_sparkmark_quick_acks", False):
+                # Swapped at the start of a command: the previous answers were read to their
+                # ends (py4j's protocol is one line per answer), so nothing is buffered in the
+                # old stream; closing it only drops its reference to the socket.
+                quick = io.BufferedReader(_QuickAckReader(sock))
+                quick._sparkmark_quick_acks = True  # type: ignore[attr-defined]
+                self.stream = quick
+                try:
+                    stream.close()
+                except Exception:  # noqa: BLE001, S110 - the socket stays open either way
+                    pass
+            return _original(self, command)
+
+        cls.send_command = send_command
+        cls._sparkmark_quick_acks = True
+    return True
+
