@@ -9,6 +9,7 @@ import socket
 import pytest
 
 from sparkmark import Job
+from sparkmark import jvm
 from sparkmark.jvm import java_class, quick_acks
 
 pytestmark = pytest.mark.skipif(not hasattr(socket, "TCP_QUICKACK"),
@@ -26,7 +27,7 @@ def test_answers_of_every_size_are_exact(spark):
     conns = list(getattr(client, "deque", [])) or [
         getattr(client.thread_connection, "connection", None)]
     conns = [c for c in conns if c is not None]
-    assert conns and all(getattr(c.stream, "_sparkmark_quick_acks", False) for c in conns)
+    assert conns and all(isinstance(c.stream, jvm._QuickAckStream) for c in conns)
 
 
 def test_job_turns_it_on_and_callbacks_still_work(spark, tmp_path):

@@ -223,6 +223,10 @@ class _QuickAckReader(io.RawIOBase):
 _QUICKACK: int = getattr(socket, "TCP_QUICKACK", 0)
 
 
+class _QuickAckStream(io.BufferedReader):
+    """The buffered stream over a :class:`_QuickAckReader` that a py4j connection reads."""
+
+
 def quick_acks(spark: Any) -> bool:
     """Have this process's py4j connections ACK answers at once (:class:`_QuickAckReader`), so
     an answer over 8 KB no longer waits ~40 ms for a delayed ACK.  Linux only; classic
@@ -251,13 +255,11 @@ def quick_acks(spark: Any) -> bool:
         def send_command(self: Any, command: Any, _original: Any = original) -> Any:
             stream, sock = getattr(self, "stream", None), getattr(self, "socket", None)
             if sock is not None and stream is not None \
-                    and not getattr(stream, "_sparkmark_quick_acks", False):
+                    and not isinstance(stream, _QuickAckStream):
                 # Swapped at the start of a command: the previous answers were read to their
                 # ends (py4j's protocol is one line per answer), so nothing is buffered in the
                 # old stream; closing it only drops its reference to the socket.
-                quick = io.BufferedReader(_QuickAckReader(sock))
-                quick._sparkmark_quick_acks = True  # type: ignore[attr-defined]
-                self.stream = quick
+                self.stream = _QuickAckStream(_QuickAckReader(sock))
                 try:
                     stream.close()
                 except Exception:  # noqa: BLE001, S110 - the socket stays open either way
