@@ -229,7 +229,7 @@ class Phases:
                 (sink, "table_columns", "write: table checks (exists, format, columns)"),
                 (sink, "_checked_table", "write: table checks (exists, format, columns)"),
                 (sink, "_enable_wap", "write: WAP property"),
-                (sink, "_staged_records", "write: staged snapshot lookup"),
+                (sink, "_staged_snapshot", "write: staged snapshot lookup"),
                 (sink, "wap_snapshots", "publish: ancestry check (wap_snapshots)"),
                 (DataFrameWriterV2, "append", "write: the append (staged snapshot)"),
                 (StateStore, "update_run", "ledger: update_run"),

@@ -8,16 +8,21 @@ Spark job.  :func:`load` returns ``None`` where that is not at hand (Spark Conne
 a branch, tag or time-travel suffix, a table that is not Iceberg, any error); callers then ask
 the metadata tables, which also give the error to show.
 
+The sink keeps the Java table of :func:`open_table` for a run's three looks at its target
+(the checks before the write, the staged snapshot after it, the cherry-pick at commit), so a
+write pays one catalog lookup, not three.
+
 Example::
 
     meta = load(spark, "local.db.orders")
-    meta.current, [s.id for s in meta.snapshots], meta.ancestors()
+    meta.current, [s.id for s in meta.snapshots], meta.ancestors(), meta.columns
 """
 from __future__ import annotations
 
 import json
 import logging
 import re
+from types import MappingProxyType
 from typing import Any, Mapping, NamedTuple
 
 from .compat import is_connect
@@ -41,14 +46,20 @@ class SnapshotMeta(NamedTuple):
     summary: Mapping[str, str]
 
 
+_NO_PROPERTIES: Mapping[str, str] = MappingProxyType({})
+
+
 class TableMetadata(NamedTuple):
-    """A table's current (``main``) snapshot and every snapshot still in its metadata.
+    """A table's current (``main``) snapshot, every snapshot still in its metadata, the
+    current schema's column names and the table properties.
 
     Example: ``TableMetadata(None, []).ancestors() == set()``
     """
 
     current: int | None
     snapshots: list[SnapshotMeta]
+    columns: tuple[str, ...] = ()
+    properties: Mapping[str, str] = _NO_PROPERTIES
 
     def ancestors(self) -> set[int]:
         """The current snapshot and its ancestors still in the metadata (parent links)."""
@@ -72,13 +83,42 @@ def parse(doc: Mapping[str, Any]) -> TableMetadata:
         parent = s.get("parent-snapshot-id")
         snaps.append(SnapshotMeta(int(s["snapshot-id"]), None if parent is None else int(parent),
                                   {str(k): str(v) for k, v in (s.get("summary") or {}).items()}))
-    return TableMetadata(None if current is None or int(current) == -1 else int(current), snaps)
+    schema = doc.get("schema") or {}  # format v1; v2 keeps every schema and the current id
+    for sc in doc.get("schemas") or []:
+        if sc.get("schema-id") == doc.get("current-schema-id"):
+            schema = sc
+    columns = tuple(str(f["name"]) for f in schema.get("fields") or [])
+    props = {str(k): str(v) for k, v in (doc.get("properties") or {}).items()}
+    return TableMetadata(None if current is None or int(current) == -1 else int(current), snaps,
+                         columns, props)
 
 
-def load(spark: Any, name: str) -> TableMetadata | None:
-    """Table ``name``'s metadata, refreshed (the committed state), or ``None`` (see above).
+class TableHandle:
+    """An Iceberg table loaded through the session's catalog (the Java ``Table``) and its
+    metadata as last read.  :meth:`reread` reads it again; :attr:`table` is for commits
+    (``manageSnapshots``).
 
-    Example: ``load(spark, "local.db.orders").current``
+    Example: ``h = open_table(spark, "local.db.t"); h.meta.columns; h.reread().current``
+    """
+
+    def __init__(self, spark: Any, name: str, table: Any, meta: TableMetadata) -> None:
+        self.spark, self.name, self.table, self.meta = spark, name, table, meta
+
+    def reread(self, refresh: bool = True) -> TableMetadata:
+        """The metadata again: refreshed from the catalog (``refresh``), or as this process
+        last saw it (its own commits through the same catalog included, no I/O)."""
+        ops = self.table.operations()
+        metadata = ops.refresh() if refresh else ops.current()
+        text = java_class(self.spark, "org.apache.iceberg.TableMetadataParser").toJson(metadata)
+        self.meta = parse(json.loads(text))
+        return self.meta
+
+
+def open_table(spark: Any, name: str) -> TableHandle | None:
+    """Table ``name`` loaded, its metadata refreshed (the committed state), or ``None`` (see
+    the module's docstring).
+
+    Example: ``open_table(spark, "local.db.orders").meta.current``
     """
     parts = re.findall(_PART, name)
     if is_connect(spark) or not parts or SELECTOR.match(parts[-1].strip("`")):
@@ -86,9 +126,18 @@ def load(spark: Any, name: str) -> TableMetadata | None:
     try:
         util = java_class(spark, "org.apache.iceberg.spark.Spark3Util")
         table = util.loadIcebergTable(spark._jsparkSession, name)
-        metadata = table.operations().refresh()
-        text = java_class(spark, "org.apache.iceberg.TableMetadataParser").toJson(metadata)
-        return parse(json.loads(text))
+        handle = TableHandle(spark, name, table, TableMetadata(None, []))
+        handle.reread()
+        return handle
     except Exception as e:  # noqa: BLE001 - py4j errors, a table of another kind
         log.debug("metadata of table %s through the Java API: %s", name, java_error_text(e))
         return None
+
+
+def load(spark: Any, name: str) -> TableMetadata | None:
+    """Table ``name``'s metadata, refreshed (the committed state), or ``None`` (see above).
+
+    Example: ``load(spark, "local.db.orders").current``
+    """
+    handle = open_table(spark, name)
+    return None if handle is None else handle.meta

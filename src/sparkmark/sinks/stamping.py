@@ -27,8 +27,10 @@ _RUN_ID = re.compile(r"^[0-9a-f]{32}$")
 def stamp(df: "DataFrame", run_id: str, snapshot_ts: int) -> "DataFrame":
     """Add ``sm_run_id`` and ``sm_snapshot_ts`` (a UTC timestamp) to every row."""
     from pyspark.sql import functions as F
-    return (df.withColumn(RUN_ID_COL, F.lit(run_id))
-              .withColumn(SNAPSHOT_COL, F.timestamp_millis(F.lit(int(snapshot_ts)))))
+    # one projection (one analysis of the plan) for both columns, as two withColumn calls
+    # would analyse it twice
+    return df.withColumns({RUN_ID_COL: F.lit(run_id),
+                           SNAPSHOT_COL: F.timestamp_millis(F.lit(int(snapshot_ts)))})
 
 
 def count_while(df: "DataFrame", action: Callable[["DataFrame"], None]) -> int:

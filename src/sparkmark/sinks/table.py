@@ -83,7 +83,7 @@ def write_table(run: RunContext, df: "DataFrame", table: str, *,
     checked_run_id(run_id)
     spark = run.spark
     stamped = stamp(df, run_id, snapshot_ts) if stamp_rows else df
-    have, table_props = _checked_table(spark, table, stamped)
+    have, table_props, handle = _checked_table(spark, table, stamped)
     missing = [c for c in stamped.columns if c.lower() not in have]
     if missing:
         adds = ", ".join(f"{f.name} {f.dataType.simpleString()}" for f in stamped.schema.fields
@@ -118,12 +118,21 @@ def write_table(run: RunContext, df: "DataFrame", table: str, *,
     # The snapshot just staged under this run's fresh WAP id (nobody else can have published
     # it yet: the id is new and the run holds the job's lease), so no ancestry check here; the
     # publish checks the ancestry (wap_snapshots) before it cherry-picks.
-    staged = _staged_records(spark, table, wap_id)
-    if staged is None:
+    found = _staged_snapshot(spark, table, wap_id, handle)
+    if found is None:
         raise SinkError(f"the write to Iceberg table {table} staged no snapshot with wap.id "
                         f"{wap_id} (was {WAP_PROP} turned off meanwhile?); nothing was published")
+    snapshot_id, staged = found
+    if handle is not None:  # for this process's publish: no second lookup, no ancestry walk
+        _STAGED[wap_id] = (handle, snapshot_id, staged)
     run.add_written(staged)
     return staged
+
+
+#: what this process staged and has not published yet: WAP id -> (the table as loaded for the
+#: write, the staged snapshot's id, its added records).  A crash loses it; the publish then
+#: finds the snapshot through :func:`wap_snapshots` instead.
+_STAGED: dict[str, tuple[tablemeta.TableHandle, int, int]] = {}
 
 
 def table_columns(spark: "SparkSession", table: str, df: "DataFrame | None" = None) -> set[str]:
@@ -136,10 +145,15 @@ def table_columns(spark: "SparkSession", table: str, df: "DataFrame | None" = No
 
 
 def _checked_table(spark: "SparkSession", table: str, df: "DataFrame | None" = None
-                   ) -> tuple[set[str], dict[str, str]]:
-    """:func:`table_columns` and the table's properties (``SHOW TBLPROPERTIES``: an Iceberg
-    table's have ``format`` = ``iceberg/<file format>``; one command on the driver, no Spark
-    job, and :func:`_enable_wap` reads ``write.wap.enabled`` from the same rows)."""
+                   ) -> tuple[set[str], dict[str, str], tablemeta.TableHandle | None]:
+    """:func:`table_columns`, the table's properties and, on classic sessions, the loaded
+    table (:func:`tablemeta.open_table`: the current schema and the properties in one metadata
+    read, no Spark command).  Where that is not at hand (Spark Connect, a table that is not
+    Iceberg, a missing table) the catalog and ``SHOW TBLPROPERTIES`` (an Iceberg table's have
+    ``format`` = ``iceberg/<file format>``) answer, and give the error to show."""
+    handle = tablemeta.open_table(spark, table)
+    if handle is not None:
+        return ({c.lower() for c in handle.meta.columns}, dict(handle.meta.properties), handle)
     try:
         exists = spark.catalog.tableExists(table)
     except Exception as e:  # noqa: BLE001 - an unknown catalog, a malformed name
@@ -164,7 +178,7 @@ def _checked_table(spark: "SparkSession", table: str, df: "DataFrame | None" = N
                         "job.write(..., format='iceberg') writes to "
                         "tables of a catalog configured as org.apache.iceberg.spark.SparkCatalog"
                         "; nothing was written or committed") from None
-    return {c.lower() for c in spark.table(table).columns}, props
+    return {c.lower() for c in spark.table(table).columns}, props, None
 
 
 def _enable_wap(spark: "SparkSession", table: str, props: dict[str, str]) -> None:
@@ -241,19 +255,25 @@ def _current_id(spark: "SparkSession", table: str) -> "int | None | bool":
     return int(value) if value.isdigit() else False
 
 
-def _staged_records(spark: "SparkSession", table: str, wap_id: str) -> int | None:
-    """The ``added-records`` of the snapshot staged under ``wap_id`` (``None``: there is none).
-    One scan of the ``snapshots`` metadata table, without :func:`wap_snapshots`' ancestry walk.
+def _staged_snapshot(spark: "SparkSession", table: str, wap_id: str,
+                     handle: tablemeta.TableHandle | None = None) -> tuple[int, int] | None:
+    """The id and ``added-records`` of the snapshot staged under ``wap_id`` (``None``: there is
+    none), without :func:`wap_snapshots`' ancestry walk.  With ``handle`` (the table the write
+    went through) first its metadata as this process last saw it (the write's own commit, no
+    I/O), then refreshed; else one scan of the ``snapshots`` metadata table.
     """
     if not _WAP_ID.match(wap_id):
         raise SinkError(f"{wap_id!r} is not a sparkmark WAP id; the ledger row is damaged")
-    meta = tablemeta.load(spark, table)
-    if meta is not None:
-        staged = [s for s in meta.snapshots if s.summary.get("wap.id") == wap_id]
-        return int(staged[0].summary.get("added-records") or 0) if staged else None
-    rows = spark.sql(f"SELECT s.summary['added-records'] FROM {table}.snapshots s "
+    if handle is not None:
+        for refresh in (False, True):
+            staged = [s for s in handle.reread(refresh).snapshots
+                      if s.summary.get("wap.id") == wap_id]
+            if staged:
+                return staged[0].id, int(staged[0].summary.get("added-records") or 0)
+        return None
+    rows = spark.sql(f"SELECT s.snapshot_id, s.summary['added-records'] FROM {table}.snapshots s "
                      f"WHERE s.summary['wap.id'] = '{wap_id}'").collect()
-    return int(rows[0][0] or 0) if rows else None
+    return (int(rows[0][0]), int(rows[0][1] or 0)) if rows else None
 
 
 def publish_table(spark: "SparkSession", run_id: str, out: TableOutput) -> None:
@@ -263,6 +283,9 @@ def publish_table(spark: "SparkSession", run_id: str, out: TableOutput) -> None:
     Example: ``publish_table(spark, run_id, TableOutput("local.db.t", wap_id, run_id))``
     """
     checked_run_id(run_id)
+    known = _STAGED.pop(out.wap_id, None)
+    if known is not None and known[0].spark is spark and _cherrypick(run_id, out, *known):
+        return
     try:
         found = wap_snapshots(spark, out.target, out.wap_id)
     except SinkError:
@@ -294,6 +317,31 @@ def publish_table(spark: "SparkSession", run_id: str, out: TableOutput) -> None:
                         "run of the job") from None
 
 
+def _cherrypick(run_id: str, out: TableOutput, handle: tablemeta.TableHandle,
+                snapshot_id: int, records: int) -> bool:
+    """Publish what this process staged moments ago: the cherry-pick as one Iceberg commit
+    through the Java table the write used (no SQL procedure, no metadata-table scan).  The
+    ancestry walk of :func:`publish_table` is not needed here: the WAP id is fresh and the run
+    holds the job's lease, and Iceberg itself refuses a second publish of one WAP id or of an
+    ancestor.  False: the caller takes the general path (which reports errors)."""
+    if records == 0:
+        return True  # nothing to show readers: an empty snapshot would only move the table
+    spark = handle.spark
+    try:
+        handle.table.manageSnapshots().cherrypick(snapshot_id).commit()
+    except Exception as e:  # noqa: BLE001
+        text = str(e)
+        if "DuplicateWAPCommitException" in text or "CherrypickAncestorCommitException" in text:
+            return True  # published already (Iceberg checked the ancestry)
+        return False
+    try:  # as Iceberg's procedures do: cached DataFrames of the table see the new snapshot
+        if not spark._jsparkSession.sharedState().cacheManager().isEmpty():
+            spark.sql(f"REFRESH TABLE {out.target}")
+    except Exception:  # noqa: BLE001 - the publish itself is done
+        pass
+    return True
+
+
 def discard_table(spark: "SparkSession", out: TableOutput) -> bool:
     """A run that did not commit: its staged snapshot stays unpublished (its WAP id is never
     published by anyone), and ``expire_snapshots`` removes it with the table's old snapshots.
@@ -304,6 +352,7 @@ def discard_table(spark: "SparkSession", out: TableOutput) -> bool:
 
     Example: ``discard_table(spark, out)  # True``
     """
+    _STAGED.pop(out.wap_id, None)
     return True
 
 
