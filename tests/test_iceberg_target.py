@@ -188,6 +188,29 @@ def test_publish_again_or_after_a_concurrent_commit_adds_nothing_twice(ice, runn
     assert t.ids() == [1, 2, 100] and t.current() == current
 
 
+def test_the_in_process_publish_of_a_snapshot_published_meanwhile_adds_nothing(ice, runner):
+    """The run's own publish cherry-picks through the Java table the write used, without the
+    ancestry scan; when the staged snapshot was published meanwhile (here by the SQL procedure,
+    as a second publisher would), Iceberg refuses and the commit still succeeds, once."""
+    t = Tables(ice)
+    t.insert(1, 2)
+    catalog, ident = t.tgt.split(".", 1)
+
+    def publish_first(job):
+        staged = ice.sql(f"SELECT snapshot_id FROM {t.tgt}.snapshots "
+                         f"WHERE summary['wap.id'] LIKE '{job.run_id}-%'").collect()
+        assert len(staged) == 1 and t.ids() == []  # staged, not visible yet
+        ice.sql(f"CALL {catalog}.system.cherrypick_snapshot('{ident}', {staged[0][0]})")
+        assert t.ids() == [1, 2]
+
+    n, run_id = runner.run(t, after_write=publish_first)
+    assert n == 2 and t.ids() == [1, 2]
+    row = runner.ledger()[-1]
+    assert row["status"] == "SUCCEEDED" and row["publish_state"] == "done"
+    n2, _ = runner.run(t)
+    assert n2 == 0 and t.ids() == [1, 2]
+
+
 def test_a_missing_table_is_one_clear_error_and_the_state_is_unchanged(ice, runner):
     t = Tables(ice)
     t.insert(1)
