@@ -1,7 +1,7 @@
 """py4j answers over 8 KB without the delayed-ACK stall (``sparkmark.jvm.quick_acks``): the
 answers stay byte-for-byte right at every size, the connections read through the quick-ACK
 stream, Java-to-Python callbacks still work, and the switch is a no-op where it must be.
-(How much faster: ``benchmarks/py4j.py``; no timing here.)"""
+(How much faster: ``benchmarks/py4j_answers.py``; no timing here.)"""
 from __future__ import annotations
 
 import socket
