@@ -7,7 +7,7 @@ table's metadata, a directory listing's statuses, a wide schema) paid it once.  
 measures a static Java call returning N characters (``StringUtils.repeat``), best and median of
 ``--repeat`` calls, in two fresh processes: plain py4j, and after ``quick_acks(spark)``.
 
-    .venv/bin/python benchmarks/py4j_answers.py                     # prints a table, writes results/py4j_answers.json
+    .venv/bin/python benchmarks/py4j_answers.py    # a table; results/py4j_answers.json
     .venv/bin/python benchmarks/py4j_answers.py --sizes 1000,100000 --repeat 50
 """
 from __future__ import annotations
