@@ -233,6 +233,30 @@ def test_changes_reads_inserts_and_deletes_then_nothing(ice, runner, ice_catalog
     assert changes(df) == [(5, "v5", "INSERT", 0, s5)]
 
 
+def test_changes_and_appends_on_a_two_part_name_in_the_current_catalog(ice, runner):
+    """``db.t`` after ``USE local``: the snapshots, the read and the changelog procedure
+    (``CALL system.create_changelog_view``) all resolve in the current catalog."""
+    t = Table(ice)
+    short = t.name.split(".", 1)[1]
+    start = t.insert(1, 2)
+    ice.sql("USE local")
+    try:
+        two = Table.__new__(Table)
+        two.spark, two.name = ice, short
+        rows, df = runner.run(two, options={"onNonAppend": "changes"})
+        assert rows == [1, 2] and df.columns == CHANGE_COLUMNS
+        t.sql("DELETE FROM {t} WHERE id = 1")
+        deleted = t.current()
+        added = t.insert(3)
+        rows, df = runner.run(two, options={"onNonAppend": "changes"})
+        assert changes(df) == [(1, "v1", "DELETE", 0, deleted), (3, "v3", "INSERT", 1, added)]
+        assert runner.element() == {"table": short, "snapshot_id": added}
+        rows, _ = runner.run(two, options={"onNonAppend": "changes"})
+        assert rows == [] and start != added
+    finally:
+        ice.sql("USE spark_catalog")
+
+
 def test_changes_update_copy_on_write_and_merge_on_read_refused(ice, runner):
     t = Table(ice)
     t.insert_one_file(1, 2, 3)
