@@ -5,6 +5,7 @@ a check against a model.
     python benchmarks/chaos.py --schedules 20 --seed 1          # 20 schedules of 5 steps
     python benchmarks/chaos.py --schedules 6 --steps 4 --seed 11 --jobs files,jdbc
     python benchmarks/chaos.py --seed 7 --jobs jdbc --replay '[{"kind": "kill", ...}]'
+    python benchmarks/chaos.py --jobs pipeline --schedules 3 --steps 4 --seed 3
     .venv35/bin/python benchmarks/chaos.py --jobs files,iceberg --schedules 4 --steps 4
 
 Each schedule runs one job, its kind drawn from the schedule's seed among ``--jobs``:
@@ -14,7 +15,11 @@ staged in ``chaos_target__sm_stage``), or, on Spark 3.5 with the Iceberg jars on
 (JSON files -> the Iceberg table ``local.db.chaos_target`` in a Hadoop catalog whose warehouse is
 the schedule's own folder, written by write-audit-publish; the catalog and the jars are in a
 ``spark-defaults.conf`` under the schedule's SPARK_CONF_DIR, which the workers, the checker and
-the CLI's ``bookmark reset --remove-output`` read as a user's would).  The state is in a real
+the CLI's ``bookmark reset --remove-output`` read as a user's would), or ``pipeline`` (a
+three-module :class:`sparkmark.Pipeline` ``chaos``: module 1 = A reads the JSON files through a
+bookmarked source, 2 = B reads A's parquet target by load stamp with ``ctx.window``, 3 = C reads
+B's the same way, each writing parquet to ``target/<A|B|C>``; every module run is its own job
+``chaos.<id>``; see :func:`build_pipeline`).  The state is in a real
 PostgreSQL server (started once per chaos run; a fresh database and fresh folders per
 schedule); the jdbc job's data is on a second server, so ``store_down`` is a pure state-store
 outage.  A schedule is K steps drawn with
@@ -33,6 +38,25 @@ transaction each; unique record ids).  The step kinds:
 * ``reset_kill``: ``sparkmark bookmark reset JOB --remove-output`` (the CLI) gets SIGKILL at a
   random moment, or right after its store transaction (see :meth:`Schedule.reset_kill` for what
   the model expects then); the schedule goes on.
+
+For the pipeline the same kinds apply, per module: ``kill`` and ``store_down`` also draw the
+module (A, B or C) whose phase marker (``B:before-write``, ...) they wait for; ``racing``
+expects one driver refused, by ``p.run()`` or at a module's init (its dependants then SKIPPED),
+and neither failing otherwise; ``clock`` jumps by seconds, not minutes (a pipeline's windows
+end at its snapshot, so a forward jump stalls the modules until real time passes it: the
+recovery waits for that); ``reset_kill`` is ``sparkmark rollback FILE --since 2000-01-01
+--module ...`` (the CLI on a pipeline file written per schedule) over the modules that made
+progress, downstream ones included (see :meth:`Schedule.rollback_kill`).  The pipeline's check,
+:func:`pipeline_problems`, per module: every record once in its target, every ledger row
+terminal (SKIPPED counts) and none 'removing', every SUCCEEDED run's ``records_written`` equal
+to its rows in the target and no rows of other runs, the windows of its SUCCEEDED/EMPTY runs
+contiguous from the primordial start to the last recovery snapshot, A's file bookmark covering
+every input file (``BandState.covers``), nothing staged; plus the last run EMPTY and every
+module run whose commit returned still SUCCEEDED/EMPTY (or rolled back).  Measured on the
+shared 2-core machine, ``--jobs pipeline --schedules 3 --steps 4 --no-shrink``: ``--seed 7``
+0 violations, 12 faults (store_down 3, run 3, racing 3, kill 2, clock 1), 445 s; ``--seed 3``
+(all seven kinds: kill 4, input 2, run 2, store_down, racing, clock, reset_kill 1 each) 0
+violations, 485 s (docs/reliability.md, "The pipeline job").
 
 After each schedule the job runs to completion twice (recovery); then every input record id
 must be in the target exactly once (a reset's rolled-back records read again), the last run
