@@ -226,10 +226,12 @@ class JdbcConnection:
     def quote(self, name: str) -> str:
         return quote_identifier(name, self.quote_char)
 
-    def query(self, sql: str) -> list[list[str | None]]:
-        """Rows of ``sql`` (at most one is needed by every caller), values as strings."""
+    def query(self, sql: str, columns: int | None = None) -> list[list[str | None]]:
+        """The first row of ``sql`` (at most one is needed by every caller), values as
+        strings; ``columns``: how many the SELECT list has, when the caller knows (saves
+        asking the driver)."""
         try:
-            return self._link.query(sql)
+            return self._link.query(sql, columns)
         except Exception as e:
             raise SourceError(f"query on {redact_url(self._url)} failed: "
                               f"{self._link.message(e)} (SQL: {sql[:500]}); check the table and "
@@ -331,28 +333,50 @@ class JdbcConnection:
 
     def count(self, sql: str) -> int:
         """The single integer ``sql`` returns (``SELECT COUNT(*) ...``); 0 for NULL."""
-        rows = self.query(sql)
+        rows = self.query(sql, 1)
         return int(rows[0][0]) if rows and rows[0][0] is not None else 0
 
 
 # ------------------------------------------------------------------ classic: the driver JVM
+#: driver class name -> (py4j gateway client, an instance of that java.sql.Driver)
+_JVM_DRIVERS: dict[str, tuple[Any, Any]] = {}
+
+
+def _jvm_driver(spark: Any, driver: str) -> Any:
+    """An instance of the JDBC driver class ``driver`` in the session's JVM, loaded once per
+    gateway (issue 26: the class loader lookup, ``Class.forName`` and the new instance cost
+    four py4j round trips on every run).  A ``java.sql.Driver`` holds no connection state:
+    each ``connect`` is a new connection, as before."""
+    client = spark.sparkContext._gateway._gateway_client
+    cached = _JVM_DRIVERS.get(driver)
+    if cached is not None and cached[0] is client:
+        return cached[1]
+    loader = java_class(spark, "java.lang.Thread").currentThread().getContextClassLoader()
+    try:
+        cls = java_class(spark, "java.lang.Class").forName(driver, True, loader)
+    except Exception:
+        raise SourceError(
+            f"JDBC driver class {driver} is not on Spark's classpath; install its jar"
+            f"{apt_hint(driver)} and add it to spark.jars") from None
+    try:
+        instance = cls.newInstance()
+    except Exception as e:
+        raise SourceError(f"cannot create the JDBC driver {driver}: {java_message(e)}") from None
+    _JVM_DRIVERS[driver] = (client, instance)
+    return instance
+
+
 class _JvmLink:
     """The JDBC driver class Spark uses, in the driver JVM (py4j): classic sessions only."""
 
     def __init__(self, spark: Any, url: str, props: dict[str, str], driver: str):
-        loader = java_class(spark, "java.lang.Thread").currentThread().getContextClassLoader()
-        try:
-            cls = java_class(spark, "java.lang.Class").forName(driver, True, loader)
-        except Exception:
-            raise SourceError(
-                f"JDBC driver class {driver} is not on Spark's classpath; install its jar"
-                f"{apt_hint(driver)} and add it to spark.jars") from None
+        jdriver = _jvm_driver(spark, driver)
         jprops = java_class(spark, "java.util.Properties")()
         for k, v in props.items():
             if k.lower() not in _SPARK_ONLY:
                 jprops.setProperty(k, v)
         try:
-            self._conn = cls.newInstance().connect(url, jprops)
+            self._conn = jdriver.connect(url, jprops)
         except Exception as e:
             raise SourceError(f"cannot connect to {redact_url(url)}: {java_message(e)}; "
                               "check the URL, that the database is up, and the credentials") \
@@ -379,16 +403,13 @@ class _JvmLink:
         return re.sub(r"([_%])", lambda m: self._escape + m.group(1),
                       name.replace(self._escape, self._escape * 2))
 
-    def query(self, sql: str) -> list[list[str | None]]:
+    def query(self, sql: str, columns: int | None = None) -> list[list[str | None]]:
         st = self._conn.createStatement()
         try:
-            st.setMaxRows(1)
+            st.setMaxRows(1)  # the driver returns at most this one row: no second next()
             rs = st.executeQuery(sql)
-            n = rs.getMetaData().getColumnCount()
-            rows = []
-            while rs.next():
-                rows.append([rs.getString(i + 1) for i in range(n)])
-            return rows
+            n = rs.getMetaData().getColumnCount() if columns is None else columns
+            return [[rs.getString(i + 1) for i in range(n)]] if rs.next() else []
         finally:
             st.close()
 
@@ -609,7 +630,7 @@ class _DbApiLink:
         finally:
             cur.close()
 
-    def query(self, sql: str) -> list[list[str | None]]:
+    def query(self, sql: str, columns: int | None = None) -> list[list[str | None]]:
         return [[_text(v) for v in row] for row in self._rows(sql, limit=1)]
 
     def transaction(self, statements: list[str]) -> list[int]:
