@@ -342,12 +342,23 @@ class JdbcConnection:
 _JVM_DRIVERS: dict[str, tuple[Any, Any]] = {}
 
 
+#: (driver class, URL) -> (py4j gateway client, product name, identifier quote, search
+#: string escape): what the driver says about the database's SQL, asked on the first
+#: connection only (three py4j round trips on every later run, issue 26).  They are the
+#: driver's constants for that URL; the product only picks the row-limit syntax.
+_JVM_DIALECTS: dict[tuple[str, str], tuple[Any, str, str, str]] = {}
+
+
+def _gateway_client(spark: Any) -> Any:
+    return spark.sparkContext._gateway._gateway_client
+
+
 def _jvm_driver(spark: Any, driver: str) -> Any:
     """An instance of the JDBC driver class ``driver`` in the session's JVM, loaded once per
     gateway (issue 26: the class loader lookup, ``Class.forName`` and the new instance cost
     four py4j round trips on every run).  A ``java.sql.Driver`` holds no connection state:
     each ``connect`` is a new connection, as before."""
-    client = spark.sparkContext._gateway._gateway_client
+    client = _gateway_client(spark)
     cached = _JVM_DRIVERS.get(driver)
     if cached is not None and cached[0] is client:
         return cached[1]
@@ -385,9 +396,14 @@ class _JvmLink:
             raise SourceError(f"driver {driver} does not accept {redact_url(url)}; "
                               "check the URL or give the right driver in properties")
         md = self._md = self._conn.getMetaData()  # one handle for every metadata call
-        self.product = str(md.getDatabaseProductName() or "")
-        self.quote_char = str(md.getIdentifierQuoteString() or '"').strip() or '"'
-        self._escape = str(md.getSearchStringEscape() or "")
+        key = (driver, url)
+        known = _JVM_DIALECTS.get(key)
+        if known is None or known[0] is not _gateway_client(spark):
+            known = (_gateway_client(spark), str(md.getDatabaseProductName() or ""),
+                     str(md.getIdentifierQuoteString() or '"').strip() or '"',
+                     str(md.getSearchStringEscape() or ""))
+            _JVM_DIALECTS[key] = known
+        _, self.product, self.quote_char, self._escape = known
 
     message = staticmethod(java_message)
 
