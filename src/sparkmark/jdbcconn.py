@@ -363,7 +363,7 @@ def _jvm_helper(spark: Any) -> Any:
     """sparkmark's JDBC helper object in the session's JVM (``java/SparkmarkJdbcHelper.java``,
     loaded once per gateway from the package's class file): it reads a metadata result set or
     a one-row query in the JVM and returns it as one string, so a read is one py4j round trip
-    instead of one per value (issue 26: 31 of a run's 44 round trips were ``getColumns`` values
+    instead of one per value (issue 26: 31 of the 47 round trips left were ``getColumns`` values
     on a 4-column table).  ``None`` when it cannot be loaded: the caller reads value by value,
     as before."""
     client = _gateway_client(spark)
