@@ -153,3 +153,16 @@ def test_first_runs_racing_on_postgresql_is_a_concurrent_run_not_corruption(pg_u
     with pytest.raises(ConcurrentRunError):  # the retry sees the winner's live lease
         store.begin_run("raced", run_id="b" * 32, option=ENABLE, now=clock(),
                         snapshot_ts=clock(), lease_ms=120_000, pid=os.getpid() + 1)
+
+
+def test_store_emptied_mid_run_refuses_the_commit(state_url):
+    """The commit's identity check reads sm_meta in one query; a store whose tables were
+    dropped (emptied) mid-run is still refused, with the bookmark untouched."""
+    import sqlalchemy as sa
+    from sparkmark.errors import StateStoreError
+    job = Job(None, state=state_url).init("emptied", EN)
+    job.record_read("src", {"last": 1}, {"new_input": True})
+    with job.store.engine.begin() as conn:
+        conn.execute(sa.text("DROP TABLE sm_meta"))
+    with pytest.raises(StateStoreError, match="was emptied or truncated"):
+        job.commit()

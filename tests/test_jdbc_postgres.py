@@ -200,3 +200,41 @@ def test_a_job_moved_between_classic_and_connect_keeps_its_bookmark(
     rows, _, info = run(connect=False)
     assert rows == [] and info["new_input"] is False
     engine.dispose()
+
+
+def test_jvm_helper_reads_metadata_as_the_value_by_value_path_does(spark, pg_jdbc):
+    """The JVM-side helper (one py4j round trip per metadata read, issue 26) returns exactly
+    what reading each value through py4j returns, for names with TAB, LF, backslash, a
+    literal \\N, commas and non-BMP characters, NULL values and no rows."""
+    from sparkmark.compat import is_connect
+    from sparkmark.jdbcconn import JdbcConnection, _jvm_helper
+    if is_connect(spark):
+        pytest.skip("the helper runs in the driver JVM of classic sessions")
+    assert _jvm_helper(spark) is not None  # the class file ships with the package
+    engine, url = pg_jdbc
+    odd = ['k\tey', 'a\nb', 'back\\slash', '\\N', 'x,y', 'é🙂']
+    cols = ", ".join(f'"{c}" int' for c in odd)
+    with engine.begin() as c:
+        c.execute(sa.text('CREATE SCHEMA "s\\c"'))
+        c.execute(sa.text(f'CREATE TABLE "s\\c"."t\tab" ({cols}, v text, '
+                          f'PRIMARY KEY ("{odd[1]}", "{odd[0]}"))'))
+        c.execute(sa.text('INSERT INTO "s\\c"."t\tab" VALUES (1, 2, 3, 4, 5, 6, NULL)'))
+        c.execute(sa.text("CREATE TABLE empty_t (id int)"))
+    seen = []
+    for helper in (True, False):
+        with JdbcConnection(spark, url, {}, "org.postgresql.Driver") as conn:
+            link = conn._link
+            if not helper:
+                link._helper = None
+            seen.append((
+                link.table_columns("s\\c", "t\tab"), link.table_columns(None, "empty_t"),
+                link.table_columns(None, "no_such_table"),
+                link.primary_key(None, "s\\c", "t\tab"), link.primary_key(None, None, "empty_t"),
+                conn.query(f'SELECT "{odd[3]}", v, \'a\tb\\\\c\' FROM "s\\c"."t\tab"'),
+                conn.query('SELECT v FROM "s\\c"."t\tab"', 1),
+                conn.query("SELECT id FROM empty_t", 1)))
+    assert seen[0] == seen[1]
+    table_cols, _, none, pk, _, row, null_row, no_row = seen[0]
+    assert [c[0] for c in next(iter(table_cols.values()))] == odd + ["v"]
+    assert none == {} and pk == [odd[1], odd[0]]
+    assert row == [["4", None, "a\tb\\\\c"]] and null_row == [[None]] and no_row == []

@@ -311,7 +311,7 @@ def _upper_bound(conn: JdbcConnection, tref: TableRef, qcols: list[str], types: 
     def first(pred) -> list[str | None] | None:
         sql = conn.limit_one(f"SELECT {cols} FROM {tref.quoted} WHERE "
                              f"{kr.render(pred, qcols, types)} ORDER BY {order_by}")
-        rows = conn.query(sql)
+        rows = conn.query(sql, len(qcols))
         return rows[0] if rows else None
 
     nn = kr.not_null(len(qcols))
@@ -357,7 +357,7 @@ def _decode(row: list[str | None], types: list[str], tref: TableRef) -> tuple:
 
 def _first_key_extent(conn: JdbcConnection, tref: TableRef, qcol: str,
                       key_type_: str) -> tuple[Any, Any]:
-    rows = conn.query(f"SELECT MIN({qcol}), MAX({qcol}) FROM {tref.quoted}")
+    rows = conn.query(f"SELECT MIN({qcol}), MAX({qcol}) FROM {tref.quoted}", 2)
     if not rows or rows[0][0] is None or rows[0][1] is None:
         return None, None
     try:

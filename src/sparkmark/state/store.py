@@ -181,8 +181,8 @@ class StateStore:
             elif now != self.file_identity:
                 what = "was replaced by another file"
         if what is None:
-            try:
-                found = schema.store_id(conn)
+            try:  # no sm_meta table (emptied store): the driver's error, as None
+                found = schema.read_store_id(conn)
             except DBAPIError:
                 found = None
             if found != self.store_id:
