@@ -710,29 +710,9 @@ class Schedule:
         cmd = ["sh", "-c", 'exec "$0" "$@" 2>&1', sys.executable, "-c",
                "from sparkmark.cli import main; main()", "--state", self.state, "bookmark",
                "reset", JOB, "--remove-output"]
-        t0 = time.time()
-        t = Trial(cmd, self.env)
-        if s.get("phase") == "removal":
-            self.wait_for_removing(t)
-        try:
-            t.proc.wait(s["delay"])
-        except subprocess.TimeoutExpired:
-            t.kill()
-        try:
-            t.proc.wait(WORKER_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            t.kill()
-            t.proc.wait(30)
-            self.problems.append("reset_kill: the reset hung")
-            return "hung"
-        time.sleep(0.05)
-        rc = t.proc.returncode
-        outcome = ("completed" if rc == 0 else "killed" if rc in (-9, 137) else "failed")
-        self.log(f"    reset_kill: exit {rc} after {time.time() - t0:.1f} s "
-                 f"(delay {s['delay']} s)")
-        if outcome == "failed":
-            err = next((x for x in t.lines if x.startswith("error:")), None)
-            self.errors.append(f"reset_kill: exit {rc}: {err or t.lines[-1:]}")
+        outcome = self.killed_cli(cmd, s, "reset", "")
+        if outcome == "hung":
+            return outcome
         done = {r: x for r, x in before_rows.items() if x["status"] in ("SUCCEEDED", "EMPTY")}
         after_rows = {r["run_id"]: r for r in self.ledger()}
         after_bm = bookmark_of(self.state)
@@ -796,29 +776,10 @@ class Schedule:
                str(self.pipeline_file), "--since", PIPELINE_PRIMORDIAL]
         for m in modules or sorted(PIPELINE_MODULES):
             cmd += ["--module", str(m)]
-        t0 = time.time()
-        t = Trial(cmd, self.env)
-        if s.get("phase") == "removal":
-            self.wait_for_removing(t)
-        try:
-            t.proc.wait(s["delay"])
-        except subprocess.TimeoutExpired:
-            t.kill()
-        try:
-            t.proc.wait(WORKER_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            t.kill()
-            t.proc.wait(30)
-            self.problems.append("reset_kill: the rollback hung")
-            return "hung"
-        time.sleep(0.05)
-        rc = t.proc.returncode
-        outcome = ("completed" if rc == 0 else "killed" if rc in (-9, 137) else "failed")
-        self.log(f"    reset_kill (pipeline rollback of modules {modules}): exit {rc} after "
-                 f"{time.time() - t0:.1f} s (delay {s['delay']} s)")
-        if outcome == "failed":
-            err = next((x for x in t.lines if x.startswith("error")), None)
-            self.errors.append(f"reset_kill: exit {rc}: {err or t.lines[-1:]}")
+        outcome = self.killed_cli(cmd, s, "rollback",
+                                  f" (pipeline rollback of modules {modules})")
+        if outcome == "hung":
+            return outcome
         after = {r["run_id"]: r for r in pipeline_ledger_rows(self.state)}
         statuses = {after[r]["status"] for r in cut}
         publish = {after[r]["publish_state"] for r in cut}
@@ -847,6 +808,35 @@ class Schedule:
                     f"pipeline rollback completed but: statuses {sorted(statuses)}, publish "
                     f"{sorted(map(str, publish))}, rows left per module {left}, A's bookmark "
                     f"{bm and bm['JobBookmark']!r}")
+        return outcome
+
+    def killed_cli(self, cmd: list[str], s: dict, what: str, label: str) -> str:
+        """Run the CLI ``cmd`` (a reset or a rollback), SIGKILL it after ``s["delay"]`` seconds
+        (from the start of its removal when ``s["phase"] == "removal"``) unless it ended first;
+        returns ``completed``, ``killed``, ``failed`` (its error line kept) or ``hung``."""
+        t0 = time.time()
+        t = Trial(cmd, self.env)
+        if s.get("phase") == "removal":
+            self.wait_for_removing(t)
+        try:
+            t.proc.wait(s["delay"])
+        except subprocess.TimeoutExpired:
+            t.kill()
+        try:
+            t.proc.wait(WORKER_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            t.kill()
+            t.proc.wait(30)
+            self.problems.append(f"reset_kill: the {what} hung")
+            return "hung"
+        time.sleep(0.05)
+        rc = t.proc.returncode
+        outcome = ("completed" if rc == 0 else "killed" if rc in (-9, 137) else "failed")
+        self.log(f"    reset_kill{label}: exit {rc} after {time.time() - t0:.1f} s "
+                 f"(delay {s['delay']} s)")
+        if outcome == "failed":
+            err = next((x for x in t.lines if x.startswith("error")), None)
+            self.errors.append(f"reset_kill: exit {rc}: {err or t.lines[-1:]}")
         return outcome
 
     def wait_for_removing(self, t: Trial, timeout: float = 120) -> bool:
