@@ -7,6 +7,7 @@ a check against a model.
     python benchmarks/chaos.py --seed 7 --jobs jdbc --replay '[{"kind": "kill", ...}]'
     python benchmarks/chaos.py --jobs pipeline --schedules 3 --steps 4 --seed 3
     .venv35/bin/python benchmarks/chaos.py --jobs files,iceberg --schedules 4 --steps 4
+    python benchmarks/chaos.py --jobs s3files --schedules 3 --steps 4 --seed 1
 
 Each schedule runs one job, its kind drawn from the schedule's seed among ``--jobs``:
 ``files`` (JSON files -> parquet files on local disk) or ``jdbc`` (a PostgreSQL source table
@@ -19,7 +20,13 @@ the CLI's ``bookmark reset --remove-output`` read as a user's would), or ``pipel
 three-module :class:`sparkmark.Pipeline` ``chaos``: module 1 = A reads the JSON files through a
 bookmarked source, 2 = B reads A's parquet target by load stamp with ``ctx.window``, 3 = C reads
 B's the same way, each writing parquet to ``target/<A|B|C>``; every module run is its own job
-``chaos.<id>``; see :func:`build_pipeline`).  The state is in a real
+``chaos.<id>``; see :func:`build_pipeline`), or ``s3files`` (the ``files`` job with its JSON
+input and parquet target in a SeaweedFS bucket, ``s3a://<bucket>/input`` and ``.../target``:
+one SeaweedFS server per chaos run, a fresh bucket per schedule, input PUT into the bucket; the
+s3a jars, endpoint, credentials and path-style access reach the workers and the CLI through a
+``spark-defaults.conf`` under the schedule's SPARK_CONF_DIR; the checker reads the target's
+parquet objects through the S3 API (boto3 + pyarrow, :func:`read_s3_ids`) and lists the bucket
+for staged objects, :func:`s3_staged_keys`; needs the s3a jars and ``weed``).  The state is in a real
 PostgreSQL server (started once per chaos run; a fresh database and fresh folders per
 schedule); the jdbc job's data is on a second server, so ``store_down`` is a pure state-store
 outage.  A schedule is K steps drawn with
@@ -37,7 +44,17 @@ transaction each; unique record ids).  The step kinds:
 * ``input``: new input arrives while the run is in progress (from a thread);
 * ``reset_kill``: ``sparkmark bookmark reset JOB --remove-output`` (the CLI) gets SIGKILL at a
   random moment, or right after its store transaction (see :meth:`Schedule.reset_kill` for what
-  the model expects then); the schedule goes on.
+  the model expects then); the schedule goes on;
+* ``s3_down`` (``s3files`` only, so other jobs' seeds draw what they drew before): the SeaweedFS
+  server is stopped (``stop_server()``) at a random moment of a random phase (crash.py's
+  ``S3_PHASES`` markers) and started again after 0.2-3 s; the run must complete, fail cleanly
+  (FAILED, bookmark version and the target's records as before) or fail after its state commit
+  (``failed-after-commit``: SUCCEEDED, publish pending, rolled forward by the next run); see
+  :meth:`Schedule.s3_down`.  Measured, ``--jobs s3files --schedules 3 --steps 4 --seed 1
+  --no-shrink``: 0 violations, s3_down 3 (3 failed cleanly), store_down 1, kill 1, racing 1,
+  clock 2, run 2, input 1, reset_kill 1; 171 records, 512.8 s; a replay with s3_down in phases
+  commit and between: one completed first, one failed after its commit and was published by
+  recovery, 0 violations, 170.0 s (docs/reliability.md, "The files job on S3").
 
 For the pipeline the same kinds apply, per module: ``kill`` and ``store_down`` also draw the
 module (A, B or C) whose phase marker (``B:before-write``, ...) they wait for; ``racing``
