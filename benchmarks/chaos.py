@@ -7,6 +7,7 @@ a check against a model.
     python benchmarks/chaos.py --seed 7 --jobs jdbc --replay '[{"kind": "kill", ...}]'
     python benchmarks/chaos.py --jobs pipeline --schedules 3 --steps 4 --seed 3
     .venv35/bin/python benchmarks/chaos.py --jobs files,iceberg --schedules 4 --steps 4
+    python benchmarks/chaos.py --jobs s3files --schedules 3 --steps 4 --seed 1
 
 Each schedule runs one job, its kind drawn from the schedule's seed among ``--jobs``:
 ``files`` (JSON files -> parquet files on local disk) or ``jdbc`` (a PostgreSQL source table
@@ -19,7 +20,13 @@ the CLI's ``bookmark reset --remove-output`` read as a user's would), or ``pipel
 three-module :class:`sparkmark.Pipeline` ``chaos``: module 1 = A reads the JSON files through a
 bookmarked source, 2 = B reads A's parquet target by load stamp with ``ctx.window``, 3 = C reads
 B's the same way, each writing parquet to ``target/<A|B|C>``; every module run is its own job
-``chaos.<id>``; see :func:`build_pipeline`).  The state is in a real
+``chaos.<id>``; see :func:`build_pipeline`), or ``s3files`` (the ``files`` job with its JSON
+input and parquet target in a SeaweedFS bucket, ``s3a://<bucket>/input`` and ``.../target``:
+one SeaweedFS server per chaos run, a fresh bucket per schedule, input PUT into the bucket; the
+s3a jars, endpoint, credentials and path-style access reach the workers and the CLI through a
+``spark-defaults.conf`` under the schedule's SPARK_CONF_DIR; the checker reads the target's
+parquet objects through the S3 API (boto3 + pyarrow, :func:`read_s3_ids`) and lists the bucket
+for staged objects, :func:`s3_staged_keys`; needs the s3a jars and ``weed``).  The state is in a real
 PostgreSQL server (started once per chaos run; a fresh database and fresh folders per
 schedule); the jdbc job's data is on a second server, so ``store_down`` is a pure state-store
 outage.  A schedule is K steps drawn with
@@ -37,7 +44,17 @@ transaction each; unique record ids).  The step kinds:
 * ``input``: new input arrives while the run is in progress (from a thread);
 * ``reset_kill``: ``sparkmark bookmark reset JOB --remove-output`` (the CLI) gets SIGKILL at a
   random moment, or right after its store transaction (see :meth:`Schedule.reset_kill` for what
-  the model expects then); the schedule goes on.
+  the model expects then); the schedule goes on;
+* ``s3_down`` (``s3files`` only, so other jobs' seeds draw what they drew before): the SeaweedFS
+  server is stopped (``stop_server()``) at a random moment of a random phase (crash.py's
+  ``S3_PHASES`` markers) and started again after 0.2-3 s; the run must complete, fail cleanly
+  (FAILED, bookmark version and the target's records as before) or fail after its state commit
+  (``failed-after-commit``: SUCCEEDED, publish pending, rolled forward by the next run); see
+  :meth:`Schedule.s3_down`.  Measured, ``--jobs s3files --schedules 3 --steps 4 --seed 1
+  --no-shrink``: 0 violations, s3_down 3 (3 failed cleanly), store_down 1, kill 1, racing 1,
+  clock 2, run 2, input 1, reset_kill 1; 171 records, 512.8 s; a replay with s3_down in phases
+  commit and between: one completed first, one failed after its commit and was published by
+  recovery, 0 violations, 170.0 s (docs/reliability.md, "The files job on S3").
 
 For the pipeline the same kinds apply, per module: ``kill`` and ``store_down`` also draw the
 module (A, B or C) whose phase marker (``B:before-write``, ...) they wait for; ``racing``
@@ -79,6 +96,7 @@ import argparse
 import json
 import os
 import random
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -91,14 +109,18 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from crash import ICEBERG_PHASES, PHASES, Trial  # noqa: E402  (benchmarks/crash.py: markers, worker)
+from crash import ICEBERG_PHASES, PHASES, S3_PHASES, Trial  # noqa: E402  (crash.py: markers)
 
 JOB = "chaos-job"
 KINDS = ("run", "kill", "store_down", "racing", "clock", "input", "reset_kill")
+#: drawn only for the ``s3files`` job: its SeaweedFS server stopped during a run
+S3_KINDS = ("s3_down",)
+ALL_KINDS = KINDS + S3_KINDS
 #: the job kinds a schedule runs: JSON files -> parquet files, a PostgreSQL table -> another,
 #: JSON files -> an Iceberg table (Spark 3.5 with the Iceberg jars only), or a three-module
 #: sparkmark Pipeline (JSON files -> A -> B -> C, parquet; not a default: ~3x a files run)
-JOB_KINDS = ("files", "jdbc", "iceberg", "pipeline")
+#: or the files job on S3 (``s3files``: JSON input and parquet target in a SeaweedFS bucket)
+JOB_KINDS = ("files", "jdbc", "iceberg", "pipeline", "s3files")
 #: what a run draws from unless ``--jobs`` says otherwise (any Spark)
 DEFAULT_JOBS = ("files", "jdbc")
 #: the iceberg job's target: a Hadoop catalog ``local`` whose warehouse is the schedule's folder
@@ -442,13 +464,14 @@ def draw_step(rng: random.Random, kind: str | None = None, job: str = "files") -
     """One step with all its random choices, so that a schedule replays from its JSON.
     The iceberg job's ``commit`` phase is wider (its publish is a cherry-pick in Spark SQL);
     every job draws the same kinds and phases from the same rng."""
-    kind = kind or rng.choice(KINDS)
-    phases = ICEBERG_PHASES if job == "iceberg" else PHASES
+    kind = kind or rng.choice(ALL_KINDS if job == "s3files" else KINDS)
+    phases = (ICEBERG_PHASES if job == "iceberg" else S3_PHASES if job == "s3files"
+              else PHASES)
     step: dict = {"kind": kind, "seed": rng.randrange(1 << 30)}
     if kind == "kill":
         step["phase"] = rng.choice(list(phases))
         step["delay"] = round(rng.uniform(0, phases[step["phase"]][1]), 3)
-    elif kind == "store_down":
+    elif kind in ("store_down", "s3_down"):
         step["phase"] = rng.choice(list(phases))
         step["delay"] = round(rng.uniform(0, phases[step["phase"]][1]), 3)
         step["down_s"] = round(rng.uniform(0.2, 3.0), 2)
@@ -507,6 +530,53 @@ class Inputs:
         return n
 
 
+class S3Inputs(Inputs):
+    """New input objects PUT into the schedule's bucket under ``input/`` (one PUT each: an
+    object is visible whole or not at all, so no temporary name is needed)."""
+
+    def __init__(self, bucket):
+        self.bucket, self.files, self.expected = bucket, 0, []
+        self.lock = threading.Lock()
+
+    def add(self, rng: random.Random, most: int = 3) -> int:
+        n = rng.randint(0, most)
+        for _ in range(n):
+            with self.lock:
+                self.files += 1
+                key = f"input/part={self.files % 3}/orders-{self.files:05d}.json"
+                recs = []
+                for _ in range(rng.randint(1, 20)):
+                    rid = f"r{len(self.expected):06d}"
+                    self.expected.append(rid)
+                    recs.append(json.dumps({"id": rid, "v": len(self.expected)}))
+                self.bucket.put(key, "\n".join(recs) + "\n")
+        return n
+
+
+def write_s3_spark_defaults(conf_dir: Path, server) -> None:
+    """``spark-defaults.conf`` with the s3a jars and the SeaweedFS endpoint, credentials and
+    path-style access: how a user hands them to a script started with plain ``python`` and to
+    the CLI (SPARK_CONF_DIR)."""
+    from sparkmark.devtools.s3 import s3a_jars, s3a_session_conf
+    from sparkmark.spark import jdbc_jars
+    conf = {**s3a_session_conf(jars=s3a_jars(fetch=False)), **server.spark_conf()}
+    conf["spark.jars"] = ",".join(jdbc_jars() + s3a_jars(fetch=False))
+    conf_dir.mkdir(parents=True, exist_ok=True)
+    (conf_dir / "spark-defaults.conf").write_text(
+        "".join(f"{k} {v}\n" for k, v in sorted(conf.items())))
+
+
+def s3files_unavailable() -> str | None:
+    """Why the ``s3files`` job cannot run here (no s3a jars or no ``weed``), or None."""
+    from sparkmark.devtools.s3 import s3a_jars, weed_binary
+    try:
+        s3a_jars(fetch=False)
+        weed_binary()
+    except FileNotFoundError as e:
+        return f"--jobs s3files: {e}"
+    return None
+
+
 class SourceTable:
     """New rows in the PostgreSQL source table, with a monotonically increasing key ``k`` and
     unique record ids; each batch (the files' counterpart) is one committed transaction, and
@@ -543,14 +613,19 @@ class Schedule:
     a fresh database on the data server: the state store's outages do not touch it)."""
 
     def __init__(self, pg, db: str, workdir: Path, log=print, job: str = "files",
-                 data_pg=None):
-        self.pg, self.log, self.job = pg, log, job
+                 data_pg=None, s3=None):
+        self.pg, self.log, self.job, self.s3 = pg, log, job, s3
         self.state = pg.create_database(db)
         self.input, self.target = workdir / "input", workdir / "target"
         self.input.mkdir(parents=True)
         self.workdir = workdir
         self.data_sa = self.data_jdbc = None
-        if job == "jdbc":
+        self.bucket = None
+        if job == "s3files":  # a fresh bucket per schedule on the run's one SeaweedFS server
+            from sparkmark.devtools.s3 import Bucket
+            self.bucket = Bucket(s3, db.replace("_", "-"))
+            self.inputs = S3Inputs(self.bucket)
+        elif job == "jdbc":
             self.data_sa = data_pg.create_database(db + "_data")
             self.data_jdbc = f"jdbc:postgresql://127.0.0.1:{data_pg.port}/{db}_data"
             self.inputs: Inputs | SourceTable = SourceTable(self.data_sa)
@@ -561,8 +636,10 @@ class Schedule:
             write_pipeline_file(self.pipeline_file, self.state, self.input, self.target)
         self.clock_until = 0.0                 # pipeline: real time a forward jump stalls until
         self.pipeline_bookmark: dict = {}      # pipeline: module A's bookmark after recovery
-        self.base = [sys.executable, __file__, "--state", self.state, "--input", str(self.input),
-                     "--target", str(self.target), "--job", job] + (
+        src, dst = ((self.bucket.url("input"), self.bucket.url("target")) if self.bucket
+                    else (str(self.input), str(self.target)))
+        self.base = [sys.executable, __file__, "--state", self.state, "--input", src,
+                     "--target", dst, "--job", job] + (
                          ["--data-jdbc", self.data_jdbc] if self.data_jdbc else [])
         self.reset_seen = 0                    # committed runs a reset may have rolled back
         self.reset_states: Counter = Counter()  # what each reset_kill left
@@ -575,6 +652,10 @@ class Schedule:
             self.env["SPARK_CONF_DIR"] = str(workdir / "spark-conf")
             # spark-submit arguments in the harness's environment (importing sparkmark.glue
             # sets some for bare SparkContext() scripts) would replace those jars: drop them
+            self.env.pop("PYSPARK_SUBMIT_ARGS", None)
+        if job == "s3files":  # the s3a jars and settings, as a user passes them
+            write_s3_spark_defaults(workdir / "spark-conf", s3)
+            self.env["SPARK_CONF_DIR"] = str(workdir / "spark-conf")
             self.env.pop("PYSPARK_SUBMIT_ARGS", None)
         self.statuses: Counter = Counter()     # the ledger's statuses after recovery
         self.iceberg_unpublished = 0           # unpublished snapshots of uncommitted runs
@@ -612,6 +693,43 @@ class Schedule:
             self.errors.append(f"{kind}: {err[6:]}")
             return "failed"
         return "killed" if t.proc.returncode in (-9, 137) else "failed"
+
+    def s3_down(self, s: dict) -> str:
+        """Stop SeaweedFS ``delay`` s after the step's phase marker, start it again after
+        ``down_s`` s.  The model: the run completes, or it fails cleanly (FAILED, the bookmark
+        version and the target's records as before), or it failed after its store commit
+        (SUCCEEDED, publish not done: recovery rolls the publish forward); never a FAILED run
+        with records published or the bookmark moved."""
+        before_bm = bookmark_of(self.state)
+        before_ids = Counter(read_target_ids(self))
+        t = self.start()
+        if t.wait_for(self.marker(s)):
+            time.sleep(s["delay"])
+        self.s3.stop_server()
+        time.sleep(s["down_s"])
+        self.s3.start()
+        outcome = self.finish(t, "s3_down")
+        run = next((x[4:] for x in t.lines if x.startswith("RUN ")), None)
+        row = next((r for r in self.ledger() if r["run_id"] == run), None)
+        if outcome != "failed" or row is None:
+            return outcome
+        after_ids = Counter(read_target_ids(self))
+        if row["status"] == "FAILED":
+            if bookmark_of(self.state) != before_bm or after_ids != before_ids:
+                self.problems.append(
+                    f"s3_down: run {run} FAILED but the bookmark moved "
+                    f"({before_bm and before_bm['Version']} -> "
+                    f"{(bookmark_of(self.state) or {}).get('Version')}) or the target changed "
+                    f"({sum(before_ids.values())} -> {sum(after_ids.values())} records)")
+            return "failed"
+        if row["status"] in ("SUCCEEDED", "EMPTY"):
+            if row["publish_state"] not in (None, "done", "pending"):
+                self.problems.append(f"s3_down: run {run} {row['status']} with publish_state "
+                                     f"{row['publish_state']!r}")
+            return "failed-after-commit"
+        self.problems.append(f"s3_down: run {run} ended {row['status']} (expected FAILED, or "
+                             "SUCCEEDED/EMPTY after its commit)")
+        return "failed"
 
     def marker(self, s: dict, phase: str | None = None) -> str:
         """The worker's line that opens ``phase`` (a pipeline's: of the step's module)."""
@@ -667,6 +785,8 @@ class Schedule:
             else:
                 env = {"SPARKMARK_CHAOS_CLOCK_MS": str(s["offset_min"] * 60_000)}
             outcome = self.finish(self.start(env), kind)
+        elif kind == "s3_down":
+            outcome = self.s3_down(s)
         elif kind == "input":
             t = self.start()
 
@@ -921,6 +1041,10 @@ class Schedule:
             self.problems.extend(found)
         if (self.target / "_sparkmark_staging").exists():
             self.problems.append("staging output left in the target (_sparkmark_staging)")
+        if self.bucket is not None:
+            left = s3_staged_keys(self.bucket)
+            if left:
+                self.problems.append(f"{len(left)} staged objects left in the bucket: {left[:3]}")
         staged = staged_rows(self)
         if staged:
             self.problems.append(f"{staged} rows left in the staging table {STAGE_TABLE}")
@@ -982,9 +1106,36 @@ def read_ids(target: Path) -> list[str]:
     return ds.dataset(str(target), format="parquet").to_table(columns=["id"])["id"].to_pylist()
 
 
+def read_s3_ids(bucket, prefix: str = "target/") -> list[str]:
+    """The record ids in a parquet target in a bucket, read through the S3 API (boto3 lists,
+    pyarrow reads each object); keys under a ``_``/``.`` name (staging, markers) are skipped,
+    as a parquet reader skips them."""
+    import io
+
+    import pyarrow.parquet as pq
+    ids: list[str] = []
+    for key in bucket.keys(prefix):
+        rel = key[len(prefix):]
+        if key.endswith("/") or any(p.startswith(("_", ".")) for p in rel.split("/")):
+            continue
+        ids.extend(pq.read_table(io.BytesIO(bucket.get(key)), columns=["id"])["id"].to_pylist())
+    return ids
+
+
+def s3_staged_keys(bucket, prefix: str = "target/") -> list[str]:
+    """Objects left under the target's staging prefix (``_sparkmark_staging/``) or Hadoop's
+    ``_temporary/`` (empty "directory" keys ending in ``/``, which SeaweedFS keeps after
+    deletes, hold nothing and are not counted)."""
+    return [k for k in bucket.keys(prefix) if not k.endswith("/")
+            and ("/_sparkmark_staging/" in k or "/_temporary/" in k)]
+
+
 def read_target_ids(sch: "Schedule") -> list[str]:
-    """The record ids in the schedule's target (files, the PostgreSQL table, or the Iceberg
-    table's current snapshot, read through Iceberg by a checker process)."""
+    """The record ids in the schedule's target (files, the PostgreSQL table, the parquet
+    objects in the bucket, or the Iceberg table's current snapshot, read through Iceberg by a
+    checker process)."""
+    if sch.bucket is not None:
+        return read_s3_ids(sch.bucket)
     if sch.job == "iceberg":
         return sch.iceberg_state()["ids"]
     if sch.job != "jdbc":
@@ -1174,11 +1325,11 @@ _db_counter = [0]
 
 
 def run_schedule(pg, steps: list[dict], seed: int, log=print, job: str = "files",
-                 data_pg=None) -> Schedule:
+                 data_pg=None, s3=None) -> Schedule:
     _db_counter[0] += 1
     with tempfile.TemporaryDirectory(prefix="sparkmark-chaos-") as d:
         sch = Schedule(pg, f"chaos_{os.getpid()}_{_db_counter[0]}", Path(d), log=log, job=job,
-                       data_pg=data_pg)
+                       data_pg=data_pg, s3=s3)
         for s in steps:
             sch.step(s)
         sch.recover_and_check()
@@ -1188,7 +1339,7 @@ def run_schedule(pg, steps: list[dict], seed: int, log=print, job: str = "files"
 
 
 def shrink(pg, steps: list[dict], seed: int, log=print, budget: int = 8, job: str = "files",
-           data_pg=None) -> list[dict]:
+           data_pg=None, s3=None) -> list[dict]:
     """Greedy: drop one step at a time while the schedule still fails (at most ``budget``
     tries: every try is a whole schedule)."""
     i, tries = 0, 0
@@ -1197,7 +1348,7 @@ def shrink(pg, steps: list[dict], seed: int, log=print, budget: int = 8, job: st
         tries += 1
         log(f"  shrinking: without step {i + 1} ({steps[i]['kind']})")
         if run_schedule(pg, trial, seed, log=lambda *_: None, job=job,
-                        data_pg=data_pg).problems:
+                        data_pg=data_pg, s3=s3).problems:
             steps = trial
         else:
             i += 1
@@ -1245,17 +1396,25 @@ def run_chaos(schedules: int, seed: int, steps: int = 5, *, replay: list[dict] |
         why = iceberg_unavailable()
         if why:
             raise SystemExit(why)
+    if any(job == "s3files" for _, job, _ in plans):
+        why = s3files_unavailable()
+        if why:
+            raise SystemExit(why)
     records = 0
     pg = start_postgres()
-    data_pg = None
+    data_pg = s3 = None
     try:
+        if any(job == "s3files" for _, job, _ in plans):
+            # one SeaweedFS server per chaos run (a bucket per schedule); ``s3_down`` stops it
+            from sparkmark.devtools.s3 import start_seaweedfs
+            s3 = start_seaweedfs(tempfile.mkdtemp(prefix="sparkmark-chaos-weed-"))
         if any(job == "jdbc" for _, job, _ in plans):
             # source and target data on a second server: ``store_down`` stops only the store
             data_pg = start_postgres()
         for n, (s, job, plan) in enumerate(plans, 1):
             log(f"schedule {n}/{len(plans)} seed={s} job={job}: {[p['kind'] for p in plan]}")
             t0 = time.time()
-            sch = run_schedule(pg, plan, s, log=log, job=job, data_pg=data_pg)
+            sch = run_schedule(pg, plan, s, log=log, job=job, data_pg=data_pg, s3=s3)
             log(f"  {time.time() - t0:.0f} s, {getattr(sch, 'records', 0)} records")
             job_counts[job] += 1
             for p in plan:
@@ -1269,7 +1428,7 @@ def run_chaos(schedules: int, seed: int, steps: int = 5, *, replay: list[dict] |
             if sch.problems:
                 log(f"  VIOLATION: {sch.problems}")
                 short = shrink(pg, plan, s, log=log, budget=shrink_budget, job=job,
-                               data_pg=data_pg) if do_shrink else plan
+                               data_pg=data_pg, s3=s3) if do_shrink else plan
                 v = {"seed": s, "job": job, "schedule": plan, "problems": sch.problems,
                      "shortest": short, "replay": replay_command(s, short, job),
                      "errors": sch.errors}
@@ -1281,6 +1440,9 @@ def run_chaos(schedules: int, seed: int, steps: int = 5, *, replay: list[dict] |
         pg.stop()
         if data_pg is not None:
             data_pg.stop()
+        if s3 is not None:
+            s3.stop()
+            shutil.rmtree(s3.data_dir, ignore_errors=True)
     table = {}
     for (kind, outcome), c in outcomes.items():
         table.setdefault(kind, Counter())[outcome] += c
@@ -1298,7 +1460,7 @@ def run_chaos(schedules: int, seed: int, steps: int = 5, *, replay: list[dict] |
 def print_table(report: dict) -> None:
     cols = ("completed", "failed", "killed", "refused", "hung")
     print(f"{'fault':<11}{'injected':>9}" + "".join(f"{c:>10}" for c in cols) + "  other")
-    for kind in KINDS:
+    for kind in ALL_KINDS:
         outs = Counter()
         other = Counter()
         for o, c in report["outcomes"].get(kind, {}).items():
@@ -1332,7 +1494,8 @@ def main() -> None:
     ap.add_argument("--replay", help="run one schedule: a JSON list of steps")
     ap.add_argument("--jobs", default=",".join(DEFAULT_JOBS),
                     help="job kinds to draw from, comma-separated (files, jdbc, iceberg, "
-                         "pipeline; iceberg needs Spark 3.5 and the Iceberg jars)")
+                         "pipeline, s3files; iceberg needs Spark 3.5 and the Iceberg jars, "
+                         "s3files the s3a jars and SeaweedFS's weed)")
     ap.add_argument("--no-shrink", action="store_true")
     ap.add_argument("--shrink-budget", type=int, default=4,
                     help="most schedules re-run to shrink one failing schedule")
@@ -1348,6 +1511,10 @@ def main() -> None:
     jobs = parse_jobs(a.jobs)
     if "iceberg" in jobs:
         why = iceberg_unavailable()
+        if why:
+            raise SystemExit(f"chaos.py: {why}")
+    if "s3files" in jobs:
+        why = s3files_unavailable()
         if why:
             raise SystemExit(f"chaos.py: {why}")
     report = run_chaos(a.schedules, a.seed, a.steps,
