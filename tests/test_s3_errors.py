@@ -49,6 +49,20 @@ def run_once(spark, url, src, name="errs") -> list[int]:
         return sorted(r.id for r in df.collect())
 
 
+def readable(server, key: str, timeout: float = 30.0) -> None:
+    """Wait until a restarted server serves ``key`` again: S3 answering is not enough, its
+    volume server may still be coming up (a GET then fails inside a Spark task)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            server.client().get_object(Bucket="wlake", Key=key)["Body"].read()
+            return
+        except Exception:  # noqa: BLE001 - not up yet
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+
+
 def ledger_texts(url: str, name: str) -> str:
     from sparkmark.state.store import open_store
     store = open_store(url)
@@ -91,9 +105,42 @@ def test_an_endpoint_that_stops_and_comes_back_loses_nothing(spark, weed, sqlite
             e.value)
     finally:
         weed.start()
-    time.sleep(0.2)
+    readable(weed, "in/b.json")
     assert run_once(spark, sqlite_url, "s3a://wlake/in") == [3]  # the same input, once
     assert run_once(spark, sqlite_url, "s3a://wlake/in") == []
     statuses = [r["status"] for r in json.loads(ledger_texts(sqlite_url, "errs"))]
     assert statuses == ["SUCCEEDED", "FAILED", "SUCCEEDED", "EMPTY"]
     assert weed.secret_key not in ledger_texts(sqlite_url, "errs")
+
+
+def test_an_endpoint_gone_during_the_publish_is_one_clear_error_and_the_next_run_publishes(
+        spark, weed, sqlite_url):
+    """The state commits, then the publish (a rename on S3) meets a stopped endpoint: one
+    SinkError naming the endpoint and the retry (not py4j's bare 'error occurred while
+    calling oNNN.exists'), the run SUCCEEDED with its publish pending, and the next run
+    publishes the rows once."""
+    from pyspark.sql import functions as F
+    put(weed, "pub/in/a.json", [1, 2, 3])
+    job = Job(spark, state=sqlite_url)
+    job.init("pub-errs", ENABLE)
+    df = job.read.files("s3a://wlake/pub/in", transformation_ctx="src")
+    assert job.write(df.select(F.col("id")), "s3a://wlake/pub/out", transformation_ctx="sink") == 3
+    weed.stop_server()
+    try:
+        with pytest.raises(SinkError) as e:
+            job.commit()
+    finally:
+        weed.start()
+    msg = str(e.value)
+    assert "does not answer" in msg and "retried by the next run" in msg, msg
+    assert "Py4JJavaError" not in msg and "error occurred while calling" not in msg
+    assert weed.secret_key not in msg
+    runs = json.loads(ledger_texts(sqlite_url, "pub-errs"))
+    assert [(r["status"], r["publish_state"]) for r in runs] == [("SUCCEEDED", "pending")]
+    readable(weed, "pub/in/a.json")
+    with Job(spark, state=sqlite_url).run("pub-errs", ENABLE) as job2:  # recovers, reads nothing
+        assert job2.read.files("s3a://wlake/pub/in", transformation_ctx="src").count() == 0
+    ids = sorted(r.id for r in spark.read.parquet("s3a://wlake/pub/out").collect())
+    assert ids == [1, 2, 3]
+    runs = json.loads(ledger_texts(sqlite_url, "pub-errs"))
+    assert [(r["status"], r["publish_state"]) for r in runs][0] == ("SUCCEEDED", "done")

@@ -98,7 +98,10 @@ def write_files(run: RunContext, df: "DataFrame", target: str, *, format: str = 
     try:
         n = count_while(stamped, action)
     except Exception as e:  # noqa: BLE001
-        fs.delete(fs.path(staging))
+        try:  # best effort: with the store unreachable the next run discards the staging
+            fs.delete(fs.path(staging))
+        except Exception:  # noqa: BLE001, S110 - the write's error is the one to report
+            pass
         raise SinkError(f"writing to {mask_url(target)} failed: {storage_error_text(e, target)}"
                         "; nothing was committed: the next run writes the same input") from None
     if n == 0:  # no rows: no file either (Spark writes a schema-only one, which a plain reader
@@ -176,7 +179,19 @@ def _target_fs(spark: "SparkSession", target: str) -> "HadoopFS | ArrowFS":
 
 
 def publish_files(spark: "SparkSession", run_id: str, out: FileOutput) -> None:
-    """Rename a committed run's staged files into the target (idempotent)."""
+    """Rename a committed run's staged files into the target (idempotent); a storage error is
+    one :class:`SinkError` saying the next run retries."""
+    try:
+        _publish_files(spark, run_id, out)
+    except SinkError:
+        raise
+    except Exception as e:  # noqa: BLE001 - py4j/Hadoop errors: an endpoint gone, a refusal
+        raise SinkError(f"publishing run {run_id} to {mask_url(out.target)} failed: "
+                        f"{storage_error_text(e, out.target)}; the run is committed and its "
+                        "publish is retried by the next run of the job") from None
+
+
+def _publish_files(spark: "SparkSession", run_id: str, out: FileOutput) -> None:
     prefix = published_prefix(run_id)
     fs = _target_fs(spark, out.target)
     staging = fs.qualify(out.staging)
@@ -197,7 +212,19 @@ def publish_files(spark: "SparkSession", run_id: str, out: FileOutput) -> None:
 
 
 def discard_files(spark: "SparkSession", out: FileOutput) -> None:
-    """Remove the staged files of a run that did not commit."""
+    """Remove the staged files of a run that did not commit; a storage error is one
+    :class:`SinkError` (the staged files are removed by a later run's recovery)."""
+    try:
+        _discard_files(spark, out)
+    except SinkError:
+        raise
+    except Exception as e:  # noqa: BLE001 - py4j/Hadoop errors: an endpoint gone, a refusal
+        raise SinkError(f"removing the staged files of a failed run from "
+                        f"{mask_url(out.target)} failed: {storage_error_text(e, out.target)}; "
+                        "a later run of the job removes them") from None
+
+
+def _discard_files(spark: "SparkSession", out: FileOutput) -> None:
     fs = _target_fs(spark, out.target)
     fs.delete(fs.path(out.staging))
     parent = fs.path(out.staging).getParent()
