@@ -508,7 +508,7 @@ def draw_job(seed: int, jobs: tuple[str, ...] | list[str]) -> str:
 class Inputs:
     """New input files with unique record ids (thread-safe; temporary files are hidden)."""
 
-    def __init__(self, folder: Path):
+    def __init__(self, folder: Path | None):
         self.folder, self.files, self.expected = folder, 0, []
         self.lock = threading.Lock()
 
@@ -517,17 +517,23 @@ class Inputs:
         for _ in range(n):
             with self.lock:
                 self.files += 1
-                name = self.folder / f"part={self.files % 3}" / f"orders-{self.files:05d}.json"
+                rel = f"part={self.files % 3}/orders-{self.files:05d}.json"
                 recs = []
                 for _ in range(rng.randint(1, 20)):
                     rid = f"r{len(self.expected):06d}"
                     self.expected.append(rid)
                     recs.append(json.dumps({"id": rid, "v": len(self.expected)}))
-            name.parent.mkdir(parents=True, exist_ok=True)
-            tmp = name.parent / f".{name.name}.tmp"  # hidden: a listing never sees it
-            tmp.write_text("\n".join(recs) + "\n")
-            os.replace(tmp, name)
+            self.store(rel, "\n".join(recs) + "\n")
         return n
+
+    def store(self, rel: str, text: str) -> None:
+        """Write one input file under a hidden name, then rename it into place."""
+        assert self.folder is not None
+        name = self.folder / rel
+        name.parent.mkdir(parents=True, exist_ok=True)
+        tmp = name.parent / f".{name.name}.tmp"  # hidden: a listing never sees it
+        tmp.write_text(text)
+        os.replace(tmp, name)
 
 
 class S3Inputs(Inputs):
@@ -535,22 +541,11 @@ class S3Inputs(Inputs):
     object is visible whole or not at all, so no temporary name is needed)."""
 
     def __init__(self, bucket):
-        self.bucket, self.files, self.expected = bucket, 0, []
-        self.lock = threading.Lock()
+        super().__init__(None)
+        self.bucket = bucket
 
-    def add(self, rng: random.Random, most: int = 3) -> int:
-        n = rng.randint(0, most)
-        for _ in range(n):
-            with self.lock:
-                self.files += 1
-                key = f"input/part={self.files % 3}/orders-{self.files:05d}.json"
-                recs = []
-                for _ in range(rng.randint(1, 20)):
-                    rid = f"r{len(self.expected):06d}"
-                    self.expected.append(rid)
-                    recs.append(json.dumps({"id": rid, "v": len(self.expected)}))
-                self.bucket.put(key, "\n".join(recs) + "\n")
-        return n
+    def store(self, rel: str, text: str) -> None:
+        self.bucket.put(f"input/{rel}", text)
 
 
 def write_s3_spark_defaults(conf_dir: Path, server) -> None:

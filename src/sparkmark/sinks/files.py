@@ -12,8 +12,9 @@ files by that prefix.
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
 
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 from ..errors import ConfigError, JobStateError, SinkError
 from ..formats import WRITE_FORMATS
@@ -178,17 +179,26 @@ def _target_fs(spark: "SparkSession", target: str) -> "HadoopFS | ArrowFS":
                         "changed") from None
 
 
+@contextmanager
+def _storage_errors(doing: str, target: str, then: str) -> Iterator[None]:
+    """py4j/Hadoop errors inside (an endpoint gone, a refusal) as one :class:`SinkError`:
+    ``<doing> <target> failed: <what the store said, or advice>; <then>``."""
+    try:
+        yield
+    except SinkError:
+        raise
+    except Exception as e:  # noqa: BLE001
+        raise SinkError(f"{doing} {mask_url(target)} failed: {storage_error_text(e, target)}; "
+                        f"{then}") from None
+
+
 def publish_files(spark: "SparkSession", run_id: str, out: FileOutput) -> None:
     """Rename a committed run's staged files into the target (idempotent); a storage error is
     one :class:`SinkError` saying the next run retries."""
-    try:
+    with _storage_errors(f"publishing run {run_id} to", out.target,
+                         "the run is committed and its publish is retried by the next run of "
+                         "the job"):
         _publish_files(spark, run_id, out)
-    except SinkError:
-        raise
-    except Exception as e:  # noqa: BLE001 - py4j/Hadoop errors: an endpoint gone, a refusal
-        raise SinkError(f"publishing run {run_id} to {mask_url(out.target)} failed: "
-                        f"{storage_error_text(e, out.target)}; the run is committed and its "
-                        "publish is retried by the next run of the job") from None
 
 
 def _publish_files(spark: "SparkSession", run_id: str, out: FileOutput) -> None:
@@ -214,14 +224,9 @@ def _publish_files(spark: "SparkSession", run_id: str, out: FileOutput) -> None:
 def discard_files(spark: "SparkSession", out: FileOutput) -> None:
     """Remove the staged files of a run that did not commit; a storage error is one
     :class:`SinkError` (the staged files are removed by a later run's recovery)."""
-    try:
+    with _storage_errors("removing the staged files of a failed run from", out.target,
+                         "a later run of the job removes them"):
         _discard_files(spark, out)
-    except SinkError:
-        raise
-    except Exception as e:  # noqa: BLE001 - py4j/Hadoop errors: an endpoint gone, a refusal
-        raise SinkError(f"removing the staged files of a failed run from "
-                        f"{mask_url(out.target)} failed: {storage_error_text(e, out.target)}; "
-                        "a later run of the job removes them") from None
 
 
 def _discard_files(spark: "SparkSession", out: FileOutput) -> None:
