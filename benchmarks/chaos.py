@@ -697,13 +697,7 @@ class Schedule:
         with records published or the bookmark moved."""
         before_bm = bookmark_of(self.state)
         before_ids = Counter(read_target_ids(self))
-        t = self.start()
-        if t.wait_for(self.marker(s)):
-            time.sleep(s["delay"])
-        self.s3.stop_server()
-        time.sleep(s["down_s"])
-        self.s3.start()
-        outcome = self.finish(t, "s3_down")
+        t, outcome = self.outage(s, self.s3.stop_server, self.s3.start, "s3_down")
         run = next((x[4:] for x in t.lines if x.startswith("RUN ")), None)
         row = next((r for r in self.ledger() if r["run_id"] == run), None)
         if outcome != "failed" or row is None:
@@ -726,6 +720,17 @@ class Schedule:
                              "SUCCEEDED/EMPTY after its commit)")
         return "failed"
 
+    def outage(self, s: dict, stop, start, kind: str) -> tuple[Trial, str]:
+        """Run the job, stop a server ``delay`` s after the step's phase marker, start it again
+        after ``down_s`` s; the worker and its outcome."""
+        t = self.start()
+        if t.wait_for(self.marker(s)):
+            time.sleep(s["delay"])
+        stop()
+        time.sleep(s["down_s"])
+        start()
+        return t, self.finish(t, kind)
+
     def marker(self, s: dict, phase: str | None = None) -> str:
         """The worker's line that opens ``phase`` (a pipeline's: of the step's module)."""
         m = PHASES[phase or s["phase"]][0]
@@ -744,13 +749,7 @@ class Schedule:
             t.kill()
             outcome = self.finish(t, kind)
         elif kind == "store_down":
-            t = self.start()
-            if t.wait_for(self.marker(s)):
-                time.sleep(s["delay"])
-            self.pg.stop_server()
-            time.sleep(s["down_s"])
-            self.pg.start_server()
-            outcome = self.finish(t, kind)
+            _, outcome = self.outage(s, self.pg.stop_server, self.pg.start_server, kind)
         elif kind == "racing":
             gate = str(self.workdir / f"gate-{s['seed']}")
             ts = [self.start(gate=gate) for _ in range(2)]
