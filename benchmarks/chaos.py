@@ -1053,15 +1053,20 @@ class Schedule:
         if written != len(counts):
             self.problems.append(f"records_written over SUCCEEDED rows is {written}, the target "
                                  f"holds {len(counts)} distinct ids")
+        self.check_committed(rows)
+        self.records = len(expected)
+        self.statuses = Counter(r["status"] for r in rows)
+        return self.problems
+
+    def check_committed(self, rows: list[dict]) -> None:
+        """Every run whose ``commit()`` returned is SUCCEEDED/EMPTY in the ledger, or
+        ROLLED_BACK by a reset drawn after it."""
         status = {r["run_id"]: r["status"] for r in rows}
         lost = [(r, status.get(r)) for i, r in enumerate(self.committed)
                 if status.get(r) not in ("SUCCEEDED", "EMPTY")
                 and not (i < self.reset_seen and status.get(r) == "ROLLED_BACK")]
         if lost:
             self.problems.append(f"commit() returned but the ledger says otherwise: {lost}")
-        self.records = len(expected)
-        self.statuses = Counter(r["status"] for r in rows)
-        return self.problems
 
     def check_pipeline(self, last_snapshot: int) -> list[str]:
         """The pipeline's model check (see :func:`pipeline_problems`), after recovery."""
@@ -1080,12 +1085,7 @@ class Schedule:
             last_snapshot=last_snapshot,
             primordial_ts=parse_time(PIPELINE_PRIMORDIAL, "UTC", what="primordial"),
             staged=staged))
-        status = {r["run_id"]: r["status"] for r in rows}
-        lost = [(r, status.get(r)) for i, r in enumerate(self.committed)
-                if status.get(r) not in ("SUCCEEDED", "EMPTY")
-                and not (i < self.reset_seen and status.get(r) == "ROLLED_BACK")]
-        if lost:
-            self.problems.append(f"commit() returned but the ledger says otherwise: {lost}")
+        self.check_committed(rows)
         self.records = len(self.inputs.expected)
         self.statuses = Counter(r["status"] for r in rows)
         return self.problems
