@@ -75,3 +75,51 @@ def test_a_deleted_sqlite_file_is_not_served_from_the_engine_cache(tmp_path):
     with pytest.raises(UnknownJobError):
         Bookmarks(url).get("was-here")
     assert (tmp_path / "gone" / "state.db").is_file()
+
+
+def test_reopening_a_sqlite_store_in_one_process_needs_no_transaction(tmp_path):
+    """Every Job opens its store; a SQLite file this process opened before (still the same
+    file) gives its store id from the engine cache without a transaction, and a run's own
+    transactions still check it (issue 22/26: one transaction less per run).  A file replaced
+    since is opened afresh."""
+    url = f"sqlite:///{tmp_path}/s.db"
+    first = open_store(url)
+    began: list[int] = []
+
+    def count(conn):
+        began.append(1)
+
+    sa.event.listen(first.engine, "begin", count)
+    try:
+        again = open_store(url)
+        assert began == [] and again.engine is first.engine
+        assert again.store_id == first.store_id is not None
+        Job(None, state=url).init("j", {}).commit()
+        assert len(began) >= 2  # begin_run and commit_run, each checking the store id
+    finally:
+        sa.event.remove(first.engine, "begin", count)
+    other = f"sqlite:///{tmp_path}/other.db"
+    open_store(other)
+    from sparkmark.state import store as store_mod
+    store_mod._ENGINES.pop(other)[0].dispose()  # closed: its WAL checkpointed into the file
+    (tmp_path / "s.db").unlink()
+    for suffix in ("-wal", "-shm"):
+        (tmp_path / f"s.db{suffix}").unlink(missing_ok=True)
+    (tmp_path / "other.db").rename(tmp_path / "s.db")
+    replaced = open_store(url)
+    assert replaced.engine is not first.engine and replaced.store_id != first.store_id
+
+
+def test_begin_run_hands_over_the_runs_to_recover_read_in_its_transaction(tmp_path):
+    url = f"sqlite:///{tmp_path}/r.db"
+    store = open_store(url)
+    start = store.begin_run("j", run_id="a" * 32, option="job-bookmark-enable", now=1,
+                            snapshot_ts=1, lease_ms=60_000, pid=1)
+    assert start.to_recover == []
+    store.commit_run("j", "a" * 32, start_version=start.start_version, new_state={"x": 1},
+                     status="SUCCEEDED", now=2)
+    store.update_run("a" * 32, publish_state="pending")
+    start = store.begin_run("j", run_id="b" * 32, option="job-bookmark-enable", now=3,
+                            snapshot_ts=3, lease_ms=60_000, pid=1)
+    assert [r["run_id"] for r in start.to_recover] == ["a" * 32]
+    assert start.to_recover == store.runs_to_recover("j")

@@ -281,7 +281,7 @@ class Job:
         self._active = True
         self._heartbeat = _Heartbeat(self)
         try:
-            publish_.recover_job_outputs(self.spark, self.store, name)
+            publish_.recover_job_outputs(self.spark, self.store, name, rows=start.to_recover)
         except BaseException as e:
             self.fail(e)
             raise

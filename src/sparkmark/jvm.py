@@ -172,6 +172,21 @@ def java_class(spark: Any, name: str) -> Any:
     return JavaClass(name, spark.sparkContext._gateway._gateway_client)
 
 
+def java_static(spark: Any, name: str, method: str) -> Any:
+    """The static method ``method`` of Java class ``name``, ready to call.
+
+    ``java_class(spark, name).method`` asks the JVM what ``method`` is (a method, a field, a
+    nested class) on every access: one py4j round trip before the call itself; a static method
+    named as such skips it.
+
+    Example: ``java_static(spark, "java.lang.String", "valueOf")(42)``
+    """
+    from py4j.java_gateway import JavaMember
+    from py4j.protocol import STATIC_PREFIX
+    return JavaMember(method, None, STATIC_PREFIX + name,
+                      spark.sparkContext._gateway._gateway_client)
+
+
 def is_classic(spark: "SparkSession") -> bool:
     """Whether ``spark`` is a classic session with a py4j gateway (not Spark Connect)."""
     try:

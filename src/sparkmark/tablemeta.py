@@ -26,7 +26,7 @@ from types import MappingProxyType
 from typing import Any, Mapping, NamedTuple
 
 from .compat import is_connect
-from .jvm import java_class, java_error_text
+from .jvm import java_error_text, java_static
 
 log = logging.getLogger("sparkmark.table")
 
@@ -103,14 +103,18 @@ class TableHandle:
 
     def __init__(self, spark: Any, name: str, table: Any, meta: TableMetadata) -> None:
         self.spark, self.name, self.table, self.meta = spark, name, table, meta
+        #: the Java ``TableMetadata`` :attr:`meta` was read from (the base of a commit that
+        #: must fail when the table changed since)
+        self.base: Any = None
 
     def reread(self, refresh: bool = True) -> TableMetadata:
         """The metadata again: refreshed from the catalog (``refresh``), or as this process
         last saw it (its own commits through the same catalog included, no I/O)."""
         ops = self.table.operations()
         metadata = ops.refresh() if refresh else ops.current()
-        text = java_class(self.spark, "org.apache.iceberg.TableMetadataParser").toJson(metadata)
+        text = java_static(self.spark, "org.apache.iceberg.TableMetadataParser", "toJson")(metadata)
         self.meta = parse(json.loads(text))
+        self.base = metadata
         return self.meta
 
 
@@ -124,8 +128,8 @@ def open_table(spark: Any, name: str) -> TableHandle | None:
     if is_connect(spark) or not parts or SELECTOR.match(parts[-1].strip("`")):
         return None
     try:
-        util = java_class(spark, "org.apache.iceberg.spark.Spark3Util")
-        table = util.loadIcebergTable(spark._jsparkSession, name)
+        table = java_static(spark, "org.apache.iceberg.spark.Spark3Util", "loadIcebergTable")(
+            spark._jsparkSession, name)
         handle = TableHandle(spark, name, table, TableMetadata(None, []))
         handle.reread()
         return handle

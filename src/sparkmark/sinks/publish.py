@@ -102,16 +102,18 @@ def remove_run_output(spark: "SparkSession", run_id: str,
 
 def recover_job_outputs(spark: "SparkSession", store: "StateStore", job_name: str,
                         credentials: Credentials | None = None,
-                        only_table: str | None = None) -> None:
+                        only_table: str | None = None,
+                        rows: list[dict[str, Any]] | None = None) -> None:
     """Finish what earlier runs of ``job_name`` left half done (called under the job's lease).
 
     A committed run whose output is not yet published is rolled forward; a run that did not
     commit has its staged output removed; a rolled-back run still marked ``removing`` has its
     output removed (see :mod:`sparkmark.rollback`).
     ``only_table``: only runs with JDBC output to that
-    table (a write that brought the table's credentials).
+    table (a write that brought the table's credentials).  ``rows``: the runs to recover as
+    ``begin_run`` read them under the lease just taken (``RunStart.to_recover``), else read here.
     """
-    for row in store.runs_to_recover(job_name):
+    for row in (store.runs_to_recover(job_name) if rows is None else rows):
         outs = outputs_of(row)
         if row["status"] == RunStatus.ROLLED_BACK and \
                 row["publish_state"] == PublishState.REMOVING:

@@ -23,18 +23,22 @@ refuses when later snapshots rewrote them.
 """
 from __future__ import annotations
 
+import logging
 import re
 import secrets
+import weakref
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from .. import tablemeta
 from ..errors import ConfigError, JobStateError, SinkError
-from ..jvm import java_error_text
+from ..jvm import java_error_text, java_static
 from ..run import RunContext, TableOutput
 from .stamping import checked_run_id, stamp
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
+
+log = logging.getLogger("sparkmark.table")
 
 #: the summary keys every staged snapshot carries
 JOB_PROP, RUN_PROP, SNAPSHOT_PROP, CTX_PROP = ("sparkmark.job", "sparkmark.run-id",
@@ -327,19 +331,61 @@ def _cherrypick(run_id: str, out: TableOutput, handle: tablemeta.TableHandle,
     if records == 0:
         return True  # nothing to show readers: an empty snapshot would only move the table
     spark = handle.spark
-    try:
-        handle.table.manageSnapshots().cherrypick(snapshot_id).commit()
-    except Exception as e:  # noqa: BLE001
-        text = str(e)
-        if "DuplicateWAPCommitException" in text or "CherrypickAncestorCommitException" in text:
-            return True  # published already (Iceberg checked the ancestry)
-        return False
+    if not _fast_forward(handle, snapshot_id):
+        try:
+            handle.table.manageSnapshots().cherrypick(snapshot_id).commit()
+        except Exception as e:  # noqa: BLE001
+            text = str(e)
+            if "DuplicateWAPCommitException" in text or \
+                    "CherrypickAncestorCommitException" in text:
+                return True  # published already (Iceberg checked the ancestry)
+            return False
     try:  # as Iceberg's procedures do: cached DataFrames of the table see the new snapshot
-        if not spark._jsparkSession.sharedState().cacheManager().isEmpty():
+        manager = _CACHE_MANAGERS.get(spark)
+        if manager is None:
+            manager = _CACHE_MANAGERS[spark] = spark._jsparkSession.sharedState().cacheManager()
+        if not manager.isEmpty():
             spark.sql(f"REFRESH TABLE {out.target}")
     except Exception:  # noqa: BLE001 - the publish itself is done
         pass
     return True
+
+
+#: Spark's cache manager per session (one py4j call instead of three per publish)
+_CACHE_MANAGERS: "weakref.WeakKeyDictionary[Any, Any]" = weakref.WeakKeyDictionary()
+
+
+def _fast_forward(handle: tablemeta.TableHandle, snapshot_id: int) -> bool:
+    """Publish the staged snapshot ``snapshot_id`` by moving the ``main`` branch to it, when
+    its parent is the branch's snapshot in the metadata the write left (:attr:`handle.base
+    <sparkmark.tablemeta.TableHandle.base>`): the table then becomes exactly what Iceberg's
+    cherry-pick makes of it (a fast-forward: the staged snapshot itself is current), in one
+    table commit without the cherry-pick's transaction, validation and reports (6-9 ms of a
+    ~20 ms publish here, issue 22).  The table is refreshed first and must still be at that
+    metadata, and the commit is made against it, so it fails when anyone committed to the
+    table since (a stale base, Iceberg's ``CommitFailedException``); then, when the refresh
+    fails (the table is gone), and on any other error, False: the caller cherry-picks,
+    which refreshes, retries and decides (a commit whose outcome is unknown included: the
+    cherry-pick of a snapshot already current is refused as an ancestor, taken as done).
+    """
+    meta, base = handle.meta, handle.base
+    staged = next((s for s in meta.snapshots if s.id == snapshot_id), None)
+    if base is None or staged is None or staged.parent != meta.current:
+        return False
+    try:
+        ops = handle.table.operations()
+        # refreshed first, as the cherry-pick's transaction does: a table that changed, or whose
+        # metadata is gone (a dropped or moved table), is the cherry-pick's to decide and report
+        if not ops.refresh().equals(base):
+            return False
+        build = java_static(handle.spark, "org.apache.iceberg.TableMetadata", "buildFrom")
+        updated = build(base).setBranchSnapshot(snapshot_id, "main").build()
+        ops.commit(base, updated)
+        return True
+    except Exception as e:  # noqa: BLE001 - a stale base, a failed or unknown commit
+        log.debug("fast-forward of %s to snapshot %s: %s; cherry-picking", handle.name,
+                  snapshot_id, java_error_text(e))
+        return False
 
 
 def discard_table(spark: "SparkSession", out: TableOutput) -> bool:

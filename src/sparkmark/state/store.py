@@ -50,6 +50,9 @@ class RunStart:
     state: dict[str, Any]
     previous_run_id: str | None
     taken_over: list[dict[str, Any]] = field(default_factory=list)
+    #: the job's finished runs with output to publish or remove (``runs_to_recover``), read in
+    #: the same transaction
+    to_recover: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -83,7 +86,8 @@ class _FirstRunRaced(Exception):
     (``begin_run`` tries again, and then sees the other run's lease)."""
 
 
-_ENGINES: dict[str, tuple[Engine, Any]] = {}
+#: one engine per URL and process: (engine, the SQLite file's identity, its store id)
+_ENGINES: dict[str, tuple[Engine, Any, str | None]] = {}
 _ENGINES_LOCK = threading.Lock()
 
 
@@ -165,10 +169,23 @@ class StateStore:
         self.display_url = redact(url)
         self._password: str | None = None
         self.create = create
-        self.engine = self._engine()
+        self.engine, known_id = self._engine()
         self.file_identity = _sqlite_identity(self.engine)
+        if known_id is not None:
+            # a SQLite file this process opened before and that is still the same file (its
+            # identity is checked in _engine): its store id cannot have changed, and the
+            # begin and commit checks read it again anyway (no transaction just to open)
+            self.store_id: str | None = known_id
+            return
         with self.tx("open") as conn:
             self.store_id = schema.store_id(conn)
+        if self.file_identity not in (None, "missing") and self.store_id is not None:
+            with _ENGINES_LOCK:
+                key = self._engine_key()
+                cached = _ENGINES.get(key)
+                if cached is not None and cached[0] is self.engine and \
+                        cached[1] == self.file_identity:
+                    _ENGINES[key] = (self.engine, self.file_identity, self.store_id)
 
     def check_same_store(self, conn: Connection) -> None:
         """Refuse to go on when the store is no longer the one this object opened: its SQLite
@@ -196,19 +213,23 @@ class StateStore:
                 "everything again)")
 
     # ------------------------------------------------------------------ engine & errors
-    def _engine(self) -> Engine:
-        """One engine per URL and process.  A SQLite file that was deleted or replaced since
+    def _engine_key(self) -> str:
+        return self.url if self.create else f"{self.url}#read-only"
+
+    def _engine(self) -> tuple[Engine, str | None]:
+        """One engine per URL and process, and the store id this process read through it
+        (SQLite files only, else ``None``).  A SQLite file that was deleted or replaced since
         (``rm -r .sparkmark``) gets a new engine: pooled connections would still see the old
         file."""
         with _ENGINES_LOCK:
             self._refuse_empty_file()
-            key = self.url if self.create else f"{self.url}#read-only"
+            key = self._engine_key()
             cached = _ENGINES.get(key)
             if cached is not None:
-                engine, identity = cached
+                engine, identity, known_id = cached
                 if identity == _sqlite_identity(engine):
                     self._password = engine.url.password
-                    return engine
+                    return engine, known_id
                 engine.dispose()
             engine = self._create_engine()
             with self._errors("open"):
@@ -217,8 +238,8 @@ class StateStore:
                         schema.ensure_schema(conn)
                     else:
                         schema.check_readable(conn, self.display_url)
-            _ENGINES[key] = (engine, _sqlite_identity(engine))
-            return engine
+            _ENGINES[key] = (engine, _sqlite_identity(engine), None)
+            return engine, None
 
     def _refuse_empty_file(self) -> None:
         """A state file that exists but is empty was truncated (or created by something else):
@@ -478,7 +499,8 @@ class StateStore:
             return RunStart(run_id=run_id, job_name=job_name, run_number=job.run_number + 1,
                             attempt=attempt, start_version=job.current_version,
                             state=version.state, previous_run_id=job.last_run_id,
-                            taken_over=taken_over)
+                            taken_over=taken_over,
+                            to_recover=self._runs_to_recover(conn, job_name))
 
     def heartbeat(self, job_name: str, run_id: str, now: int, lease_ms: int) -> bool:
         """Renew the lease; False when this run no longer holds it."""
@@ -798,14 +820,18 @@ class StateStore:
 
     def runs_to_recover(self, job_name: str) -> list[dict[str, Any]]:
         """Finished runs of a job whose output is still staged, not yet published, or rolled
-        back but not yet removed."""
+        back but not yet removed (``begin_run`` reads them too, as ``RunStart.to_recover``)."""
+        with self.tx("reading the ledger") as conn:
+            return self._runs_to_recover(conn, job_name)
+
+    @staticmethod
+    def _runs_to_recover(conn: Connection, job_name: str) -> list[dict[str, Any]]:
         q = (select(runs).where(runs.c.job_name == job_name,
                                 runs.c.publish_state.in_((PublishState.PENDING, PublishState.STAGED,
                                                           PublishState.REMOVING)),
                                 runs.c.status != RunStatus.RUNNING)
              .order_by(runs.c.run_start_ts))
-        with self.tx("reading the ledger") as conn:
-            return [dict(r._mapping) for r in conn.execute(q)]
+        return [dict(r._mapping) for r in conn.execute(q)]
 
     def jobs_writing(self, target: str, *, besides: str) -> list[str]:
         """Other jobs (not ``besides``) whose runs staged output for ``target`` (a file target's
