@@ -26,7 +26,8 @@ temporary folder, a SQLite state store (sparkmark's embedded default).  In one r
    plain peer in one ``withColumns``, the cheaper of the two ways).  Goal: sparkmark / plain
    <= 1.2.
 
-Every figure is best of ``--repeat`` and median, after one warm-up trial of each peer.  In the
+Every figure is best of ``--repeat`` and median, after ``--warmup`` (3) untimed trials of each
+peer.  In the
 timed sparkmark runs each phase is timed (exclusive wall time: a phase's time excludes the
 phases it calls; the median per phase is reported) and the py4j round trips are counted in each
 (also for the plain peers; ``--no-phases`` turns this off); one more run of each scenario under
@@ -329,7 +330,9 @@ def main(argv=None) -> int:
     ap.add_argument("--rows", type=int, default=1_000_000, help="source table size")
     ap.add_argument("--new-pct", type=float, default=1.0, help="new rows per run, %% of --rows")
     ap.add_argument("--write-rows", default="10000,1000000", help="write sizes, comma-separated")
-    ap.add_argument("--repeat", type=int, default=7, help="trials per peer (after one warm-up)")
+    ap.add_argument("--repeat", type=int, default=7, help="timed trials per peer")
+    ap.add_argument("--warmup", type=int, default=3,
+                    help="untimed trials of every peer first (the JVM compiles the hot paths)")
     ap.add_argument("--no-phases", action="store_true",
                     help="no phase timers and py4j counters in the measured runs")
     ap.add_argument("--json", default=str(RESULTS))
@@ -382,13 +385,14 @@ def main(argv=None) -> int:
             return s
 
         # warm-up (also checks that the range holds exactly the increment's rows)
-        lo, hi = increment()
-        checked_read(lo, hi)
-        plain_range(spark, src, lo, hi)
-        plain_full(spark, src)
-        got = spark.read.format("iceberg").option("start-snapshot-id", str(lo)) \
-            .option("end-snapshot-id", str(hi)).load(src).count()
-        assert got == new, (got, new)
+        for _ in range(a.warmup):
+            lo, hi = increment()
+            checked_read(lo, hi)
+            plain_range(spark, src, lo, hi)
+            plain_full(spark, src)
+            got = spark.read.format("iceberg").option("start-snapshot-id", str(lo)) \
+                .option("end-snapshot-id", str(hi)).load(src).count()
+            assert got == new, (got, new)
         ours, plain, full, phases, plain_trips = [], [], [], [], []
         for i in range(a.repeat):
             lo, hi = increment()
@@ -424,22 +428,24 @@ def main(argv=None) -> int:
             spark.sql(f"CREATE TABLE {tgt} ({COLS}, {STAMPS}) USING iceberg")
             job_name = f"bench_ice_write_{n}"
             ours, plain, phases, plain_trips = [], [], [], []
-            for i in range(a.repeat + 1):  # trial 0 is the warm-up
+            warm = max(1, a.warmup)
+            for i in range(a.repeat + warm):  # the first `warm` trials are the warm-up
                 df_sm, df_plain = rows(spark, base, n), rows(spark, base + n, n)
                 base += 2 * n
+                timed = i >= warm
                 for peer in (("sm", "plain") if i % 2 else ("plain", "sm")):
                     if peer == "sm":
                         s, got = sm_write(spark, state, tgt, df_sm, job_name)
                         assert got == n, (got, n)
-                        if i:
+                        if timed:
                             ours.append(s)
                             phases.append(PHASES.last)
                     else:
                         s = plain_write(tgt, df_plain)
-                        if i:
+                        if timed:
                             plain.append(s)
                             plain_trips.append(PHASES.last.get("py4j"))
-                if i:
+                if timed:
                     print(f"  write {n:,} trial {i}: sparkmark {ours[-1]:.3f}s plain "
                           f"{plain[-1]:.3f}s  load {os.getloadavg()[0]:.2f}", flush=True)
             w = {"rows": n, "sparkmark": stats(ours), "plain_append": stats(plain)}
@@ -452,9 +458,9 @@ def main(argv=None) -> int:
                 got = cprofiled(lambda df=df, tgt=tgt, job_name=job_name:
                                 sm_write(spark, state, tgt, df, job_name))
                 w["cprofile_one_run"] = got[1]
-            sm_runs = a.repeat + 1 + (0 if a.no_phases else 1)
+            sm_runs = a.repeat + warm + (0 if a.no_phases else 1)
             total = spark.table(tgt).count()
-            assert total == n * (sm_runs + a.repeat + 1), (total, n)  # each run's rows once
+            assert total == n * (sm_runs + a.repeat + warm), (total, n)  # each run's rows once
             w["target_rows_checked"] = total
             writes.append(w)
         result["write"] = writes
@@ -477,11 +483,12 @@ def main(argv=None) -> int:
         "note": "whole runs each side: sparkmark = Job() + init + read/write + commit on a "
                 "SQLite state store; plain = the same snapshot-range read (or full scan, or "
                 "append of the same rows and columns) with the same noop sink. Best of N and "
-                "median after one warm-up; the peers alternate order; every trial reads or "
-                "writes new rows. Phases: exclusive wall time (a phase excludes the phases it "
-                "calls) of the timed sparkmark runs, median per phase; py4j = round trips "
-                "to the JVM. cprofile_one_run: one more run under cProfile, Python functions "
-                "by own time (socket recv_into = waiting for the JVM).",
+                "median after --warmup untimed trials; the peers alternate order; every "
+                "trial reads or writes new rows. Phases: exclusive wall time (a phase "
+                "excludes the phases it calls) of the timed sparkmark runs, median per "
+                "phase; py4j = round trips to the JVM. cprofile_one_run: one more run under "
+                "cProfile, Python functions by own time (socket recv_into = waiting for the "
+                "JVM).",
     }
     report(result)
     out = Path(a.json)
