@@ -300,3 +300,35 @@ def test_changes_replays_a_runs_range(ice, runner):
     rows, df = runner.run(t, option=DISABLE, options=ch)
     assert changes(df) == [(2, "v2", "INSERT", 0, t.current())]
     assert runner.info()["mode"] == "all"
+
+
+def test_a_run_reads_its_own_snapshots_one_by_one_and_a_long_range_whole(ice, runner):
+    """A run reads the snapshots of its range from the table's metadata one by one, following
+    parent links back from the current one (its cost follows the range, not the table's
+    history: issue 22); a range longer than the walk's limit, or one that does not reach the
+    bookmark, takes the whole metadata document and reads the same rows."""
+    from sparkmark import tablemeta
+    t = Table(ice)
+    ids = [t.insert(i) for i in range(1, 6)]  # snapshots s1..s5
+    h = tablemeta.open_table(ice, t.name, read=False)
+    md = h.base
+    assert h.current(md).id == ids[-1]
+    assert [s.id for s in h.walk(md, h.current(md), after=ids[1])] == ids[:1:-1]
+    assert [s.id for s in h.walk(md, ids[3], after=ids[0])] == [ids[3], ids[2], ids[1]]
+    assert h.walk(md, ids[-1], after=ids[-1]) == []
+    assert h.walk(md, ids[-1], after=ids[1], limit=2) is None  # too long: the caller reads all
+    assert h.walk(md, ids[-1], after=123) is None  # not an ancestor
+    assert h.walk(md, ids[1], after=ids[3]) is None  # a later snapshot is no ancestor
+    assert h.current(md).summary["operation"] == "append"
+    assert set(h.columns(md)) == {"id", "v"}
+
+    rows, _ = runner.run(t)
+    assert rows == [1, 2, 3, 4, 5]
+    for i in range(6, 6 + 70):  # a range of 70 snapshots, longer than the walk's limit (64)
+        t.insert(i)
+    rows, _ = runner.run(t)
+    assert rows == list(range(6, 76))
+    assert runner.info()["from_snapshot"] == ids[-1]
+    t.insert(100)
+    rows, _ = runner.run(t)  # one snapshot again, read one by one
+    assert rows == [100]

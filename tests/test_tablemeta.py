@@ -3,7 +3,7 @@ the snapshot list and the current snapshot's ancestry (the Java API read itself 
 the Iceberg suites, which compare it with the metadata tables' answers)."""
 from __future__ import annotations
 
-from sparkmark.tablemeta import SELECTOR, SnapshotMeta, TableMetadata, parse
+from sparkmark.tablemeta import SELECTOR, SnapshotMeta, TableMetadata, parse, parse_snapshot
 
 
 def _doc(current, snaps):
@@ -40,3 +40,11 @@ def test_ancestors_follow_parent_links_only():
 def test_selector_names_are_left_to_the_metadata_tables():
     assert SELECTOR.match("branch_audit") and SELECTOR.match("tag_v1")
     assert not SELECTOR.match("orders")
+
+
+def test_one_snapshots_json_as_iceberg_s_snapshot_parser_writes_it():
+    doc = {"sequence-number": 3, "snapshot-id": 9, "parent-snapshot-id": 8, "timestamp-ms": 1,
+           "summary": {"operation": "append", "added-records": 2}, "manifest-list": "x"}
+    assert parse_snapshot(doc) == SnapshotMeta(9, 8, {"operation": "append",
+                                                      "added-records": "2"})
+    assert parse_snapshot({"snapshot-id": 1}) == SnapshotMeta(1, None, {})

@@ -8,6 +8,13 @@ Spark job.  :func:`load` returns ``None`` where that is not at hand (Spark Conne
 a branch, tag or time-travel suffix, a table that is not Iceberg, any error); callers then ask
 the metadata tables, which also give the error to show.
 
+A run needs a few snapshots, while the document grows with the table's history (~0.75 KB a
+snapshot: 22 ms to read whole at 1,000 snapshots, 45 ms at 3,000).  So the source reads the
+current snapshot and walks its range back through parent links one snapshot at a time
+(:meth:`TableHandle.walk`), and the sink reads the schema, one property and the newest
+snapshots (:meth:`TableHandle.staged`); the whole document only where every snapshot counts
+(a broken lineage, a long range, the ancestry walk of a recovery).
+
 The sink keeps the Java table of :func:`open_table` for a run's three looks at its target
 (the checks before the write, the staged snapshot after it, the cherry-pick at commit), so a
 write pays one catalog lookup, not three.
@@ -78,11 +85,7 @@ def parse(doc: Mapping[str, Any]) -> TableMetadata:
     Example: ``parse({"current-snapshot-id": -1, "snapshots": []}).current is None``
     """
     current = doc.get("current-snapshot-id")
-    snaps = []
-    for s in doc.get("snapshots") or []:
-        parent = s.get("parent-snapshot-id")
-        snaps.append(SnapshotMeta(int(s["snapshot-id"]), None if parent is None else int(parent),
-                                  {str(k): str(v) for k, v in (s.get("summary") or {}).items()}))
+    snaps = [parse_snapshot(s) for s in doc.get("snapshots") or []]
     schema = doc.get("schema") or {}  # format v1; v2 keeps every schema and the current id
     for sc in doc.get("schemas") or []:
         if sc.get("schema-id") == doc.get("current-schema-id"):
@@ -118,9 +121,88 @@ class TableHandle:
         return self.meta
 
 
-def open_table(spark: Any, name: str) -> TableHandle | None:
+    # ---------------------------------------------------------------- a few snapshots
+    # A table's metadata document grows with its history (~0.75 KB per snapshot: 0.74 MB and
+    # 22 ms to read whole at 1,000 snapshots, 2.2 MB and 45 ms at 3,000, measured here), while a
+    # run needs its few newest snapshots.  These read single snapshots from the Java metadata
+    # (``SnapshotParser``, two py4j calls each) and give up after ``limit`` (the caller then
+    # reads the whole document, which is cheaper by then).
+
+    def refreshed(self) -> Any:
+        """The table's metadata refreshed from the catalog (the Java object, kept as
+        :attr:`base`); :attr:`meta` is not re-read."""
+        self.base = self.table.operations().refresh()
+        return self.base
+
+    def snapshot(self, metadata: Any, snapshot_id: int) -> SnapshotMeta | None:
+        """Snapshot ``snapshot_id`` of the Java ``metadata`` (``None``: not in it)."""
+        found = metadata.snapshot(snapshot_id)
+        return None if found is None else self._parsed(found)
+
+    def current(self, metadata: Any) -> SnapshotMeta | None:
+        """The ``main`` branch's snapshot of the Java ``metadata`` (``None``: none yet)."""
+        found = metadata.currentSnapshot()
+        return None if found is None else self._parsed(found)
+
+    def walk(self, metadata: Any, through: SnapshotMeta | int | None, after: int,
+             limit: int = 64) -> list[SnapshotMeta] | None:
+        """The snapshots after ``after`` up to ``through``, newest first, following parent
+        links in the Java ``metadata`` (``after`` itself is not read); ``None`` when ``after``
+        is not reached within ``limit`` snapshots (not an ancestor, an expired snapshot on the
+        way, or a long way: the caller then reads the whole document).
+
+        Example: ``[s.id for s in h.walk(h.refreshed(), 9, after=7)]  # [9, 8]``
+        """
+        out: list[SnapshotMeta] = []
+        at = self.snapshot(metadata, through) if isinstance(through, int) else through
+        while at is not None and len(out) < limit:
+            if at.id == after:
+                return out
+            out.append(at)
+            if at.parent == after:
+                return out
+            if at.parent is None:
+                return None
+            at = self.snapshot(metadata, at.parent)
+        return None
+
+    def staged(self, metadata: Any, wap_id: str, limit: int = 8) -> SnapshotMeta | None:
+        """The snapshot staged under ``wap_id`` among the ``limit`` newest of the Java
+        ``metadata`` (snapshots are kept in the order they were added)."""
+        snaps = metadata.snapshots()
+        n = int(snaps.size())
+        for i in range(n - 1, max(-1, n - 1 - limit), -1):
+            snap = self._parsed(snaps.get(i))
+            if snap.summary.get("wap.id") == wap_id:
+                return snap
+        return None
+
+    def columns(self, metadata: Any) -> tuple[str, ...]:
+        """The current schema's column names of the Java ``metadata``."""
+        text = java_static(self.spark, "org.apache.iceberg.SchemaParser", "toJson")(
+            metadata.schema())
+        return tuple(str(f["name"]) for f in json.loads(text).get("fields") or [])
+
+    def _parsed(self, snapshot: Any) -> SnapshotMeta:
+        doc = json.loads(java_static(self.spark, "org.apache.iceberg.SnapshotParser",
+                                     "toJson")(snapshot))
+        return parse_snapshot(doc)
+
+
+def parse_snapshot(doc: Mapping[str, Any]) -> SnapshotMeta:
+    """:class:`SnapshotMeta` from one snapshot's JSON (Iceberg's ``SnapshotParser``; pure).
+
+    Example: ``parse_snapshot({"snapshot-id": 2, "parent-snapshot-id": 1}).parent == 1``
+    """
+    parent = doc.get("parent-snapshot-id")
+    return SnapshotMeta(int(doc["snapshot-id"]), None if parent is None else int(parent),
+                        {str(k): str(v) for k, v in (doc.get("summary") or {}).items()})
+
+
+def open_table(spark: Any, name: str, *, read: bool = True) -> TableHandle | None:
     """Table ``name`` loaded, its metadata refreshed (the committed state), or ``None`` (see
-    the module's docstring).
+    the module's docstring).  ``read=False``: refreshed only (:attr:`TableHandle.base`), the
+    whole document not read (:attr:`TableHandle.meta` stays empty).
 
     Example: ``open_table(spark, "local.db.orders").meta.current``
     """
@@ -131,7 +213,10 @@ def open_table(spark: Any, name: str) -> TableHandle | None:
         table = java_static(spark, "org.apache.iceberg.spark.Spark3Util", "loadIcebergTable")(
             spark._jsparkSession, name)
         handle = TableHandle(spark, name, table, TableMetadata(None, []))
-        handle.reread()
+        if read:
+            handle.reread()
+        else:
+            handle.refreshed()
         return handle
     except Exception as e:  # noqa: BLE001 - py4j errors, a table of another kind
         log.debug("metadata of table %s through the Java API: %s", name, java_error_text(e))

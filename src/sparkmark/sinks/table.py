@@ -27,7 +27,7 @@ import logging
 import re
 import secrets
 import weakref
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, NamedTuple, Sequence
 
 from .. import tablemeta
 from ..errors import ConfigError, JobStateError, SinkError
@@ -126,17 +126,26 @@ def write_table(run: RunContext, df: "DataFrame", table: str, *,
     if found is None:
         raise SinkError(f"the write to Iceberg table {table} staged no snapshot with wap.id "
                         f"{wap_id} (was {WAP_PROP} turned off meanwhile?); nothing was published")
-    snapshot_id, staged = found
     if handle is not None:  # for this process's publish: no second lookup, no ancestry walk
-        _STAGED[wap_id] = (handle, snapshot_id, staged)
-    run.add_written(staged)
-    return staged
+        _STAGED[wap_id] = (handle, found)
+    run.add_written(found.records)
+    return found.records
+
+
+class Staged(NamedTuple):
+    """A snapshot staged under a WAP id: its id, ``added-records`` and parent, and the
+    ``main`` snapshot of the same metadata (``None``: unknown, or no snapshot yet)."""
+
+    id: int
+    records: int
+    parent: int | None = None
+    main: int | None = None
 
 
 #: what this process staged and has not published yet: WAP id -> (the table as loaded for the
-#: write, the staged snapshot's id, its added records).  A crash loses it; the publish then
-#: finds the snapshot through :func:`wap_snapshots` instead.
-_STAGED: dict[str, tuple[tablemeta.TableHandle, int, int]] = {}
+#: write, the staged snapshot).  A crash loses it; the publish then finds the snapshot
+#: through :func:`wap_snapshots` instead.
+_STAGED: dict[str, tuple[tablemeta.TableHandle, Staged]] = {}
 
 
 def table_columns(spark: "SparkSession", table: str, df: "DataFrame | None" = None) -> set[str]:
@@ -150,14 +159,21 @@ def table_columns(spark: "SparkSession", table: str, df: "DataFrame | None" = No
 
 def _checked_table(spark: "SparkSession", table: str, df: "DataFrame | None" = None
                    ) -> tuple[set[str], dict[str, str], tablemeta.TableHandle | None]:
-    """:func:`table_columns`, the table's properties and, on classic sessions, the loaded
-    table (:func:`tablemeta.open_table`: the current schema and the properties in one metadata
-    read, no Spark command).  Where that is not at hand (Spark Connect, a table that is not
-    Iceberg, a missing table) the catalog and ``SHOW TBLPROPERTIES`` (an Iceberg table's have
-    ``format`` = ``iceberg/<file format>``) answer, and give the error to show."""
-    handle = tablemeta.open_table(spark, table)
+    """:func:`table_columns`, the table's properties (on classic sessions only the one
+    sparkmark reads, ``write.wap.enabled``) and, on classic sessions, the loaded table
+    (:func:`tablemeta.open_table`: the current schema and that property from the refreshed
+    metadata, no Spark command, not the whole metadata document).  Where that is not at hand
+    (Spark Connect, a table that is not Iceberg, a missing table) the catalog and ``SHOW
+    TBLPROPERTIES`` (an Iceberg table's have ``format`` = ``iceberg/<file format>``) answer,
+    and give the error to show."""
+    handle = tablemeta.open_table(spark, table, read=False)
     if handle is not None:
-        return ({c.lower() for c in handle.meta.columns}, dict(handle.meta.properties), handle)
+        try:  # the schema and the one property sparkmark looks at, not the whole document
+            base = handle.base
+            return ({c.lower() for c in handle.columns(base)},
+                    {WAP_PROP: str(base.property(WAP_PROP, ""))}, handle)
+        except Exception as e:  # noqa: BLE001 - the catalog's answers below decide
+            log.debug("schema of %s through the Java API: %s", table, java_error_text(e))
     try:
         exists = spark.catalog.tableExists(table)
     except Exception as e:  # noqa: BLE001 - an unknown catalog, a malformed name
@@ -260,24 +276,36 @@ def _current_id(spark: "SparkSession", table: str) -> "int | None | bool":
 
 
 def _staged_snapshot(spark: "SparkSession", table: str, wap_id: str,
-                     handle: tablemeta.TableHandle | None = None) -> tuple[int, int] | None:
-    """The id and ``added-records`` of the snapshot staged under ``wap_id`` (``None``: there is
-    none), without :func:`wap_snapshots`' ancestry walk.  With ``handle`` (the table the write
-    went through) first its metadata as this process last saw it (the write's own commit, no
-    I/O), then refreshed; else one scan of the ``snapshots`` metadata table.
+                     handle: tablemeta.TableHandle | None = None) -> Staged | None:
+    """The snapshot staged under ``wap_id`` (``None``: there is none), without
+    :func:`wap_snapshots`' ancestry walk.  With ``handle`` (the table the write went through)
+    first the newest snapshots of its metadata as this process last saw it (the write's own
+    commit, no I/O: a few py4j calls whatever the table's history), then its whole metadata,
+    as last seen and refreshed; else one scan of the ``snapshots`` metadata table.
     """
     if not _WAP_ID.match(wap_id):
         raise SinkError(f"{wap_id!r} is not a sparkmark WAP id; the ledger row is damaged")
     if handle is not None:
+        try:
+            metadata = handle.table.operations().current()
+            snap = handle.staged(metadata, wap_id)
+            if snap is not None:
+                main = metadata.currentSnapshot()
+                handle.base = metadata
+                return Staged(snap.id, int(snap.summary.get("added-records") or 0), snap.parent,
+                              None if main is None else int(main.snapshotId()))
+        except Exception as e:  # noqa: BLE001 - the whole document below decides
+            log.debug("newest snapshots of %s: %s", table, java_error_text(e))
         for refresh in (False, True):
-            staged = [s for s in handle.reread(refresh).snapshots
-                      if s.summary.get("wap.id") == wap_id]
+            meta = handle.reread(refresh)
+            staged = [s for s in meta.snapshots if s.summary.get("wap.id") == wap_id]
             if staged:
-                return staged[0].id, int(staged[0].summary.get("added-records") or 0)
+                return Staged(staged[0].id, int(staged[0].summary.get("added-records") or 0),
+                              staged[0].parent, meta.current)
         return None
     rows = spark.sql(f"SELECT s.snapshot_id, s.summary['added-records'] FROM {table}.snapshots s "
                      f"WHERE s.summary['wap.id'] = '{wap_id}'").collect()
-    return (int(rows[0][0]), int(rows[0][1] or 0)) if rows else None
+    return Staged(int(rows[0][0]), int(rows[0][1] or 0)) if rows else None
 
 
 def publish_table(spark: "SparkSession", run_id: str, out: TableOutput) -> None:
@@ -288,7 +316,7 @@ def publish_table(spark: "SparkSession", run_id: str, out: TableOutput) -> None:
     """
     checked_run_id(run_id)
     known = _STAGED.pop(out.wap_id, None)
-    if known is not None and known[0].spark is spark and _cherrypick(run_id, out, *known):
+    if known is not None and known[0].spark is spark and _cherrypick(out, *known):
         return
     try:
         found = wap_snapshots(spark, out.target, out.wap_id)
@@ -321,19 +349,19 @@ def publish_table(spark: "SparkSession", run_id: str, out: TableOutput) -> None:
                         "run of the job") from None
 
 
-def _cherrypick(run_id: str, out: TableOutput, handle: tablemeta.TableHandle,
-                snapshot_id: int, records: int) -> bool:
-    """Publish what this process staged moments ago: the cherry-pick as one Iceberg commit
-    through the Java table the write used (no SQL procedure, no metadata-table scan).  The
-    ancestry walk of :func:`publish_table` is not needed here: the WAP id is fresh and the run
-    holds the job's lease, and Iceberg itself refuses a second publish of one WAP id or of an
-    ancestor.  False: the caller takes the general path (which reports errors)."""
-    if records == 0:
+def _cherrypick(out: TableOutput, handle: tablemeta.TableHandle, staged: Staged) -> bool:
+    """Publish what this process staged moments ago: a fast-forward or the cherry-pick, as
+    one Iceberg commit through the Java table the write used (no SQL procedure, no
+    metadata-table scan).  The ancestry walk of :func:`publish_table` is not needed here: the
+    WAP id is fresh and the run holds the job's lease, and Iceberg itself refuses a second
+    publish of one WAP id or of an ancestor.  False: the caller takes the general path (which
+    reports errors)."""
+    if staged.records == 0:
         return True  # nothing to show readers: an empty snapshot would only move the table
     spark = handle.spark
-    if not _fast_forward(handle, snapshot_id):
+    if not _fast_forward(handle, staged):
         try:
-            handle.table.manageSnapshots().cherrypick(snapshot_id).commit()
+            handle.table.manageSnapshots().cherrypick(staged.id).commit()
         except Exception as e:  # noqa: BLE001
             text = str(e)
             if "DuplicateWAPCommitException" in text or \
@@ -355,9 +383,9 @@ def _cherrypick(run_id: str, out: TableOutput, handle: tablemeta.TableHandle,
 _CACHE_MANAGERS: "weakref.WeakKeyDictionary[Any, Any]" = weakref.WeakKeyDictionary()
 
 
-def _fast_forward(handle: tablemeta.TableHandle, snapshot_id: int) -> bool:
-    """Publish the staged snapshot ``snapshot_id`` by moving the ``main`` branch to it, when
-    its parent is the branch's snapshot in the metadata the write left (:attr:`handle.base
+def _fast_forward(handle: tablemeta.TableHandle, staged: Staged) -> bool:
+    """Publish the ``staged`` snapshot by moving the ``main`` branch to it, when its parent is
+    the branch's snapshot in the metadata the write left (:attr:`handle.base
     <sparkmark.tablemeta.TableHandle.base>`): the table then becomes exactly what Iceberg's
     cherry-pick makes of it (a fast-forward: the staged snapshot itself is current), in one
     table commit without the cherry-pick's transaction, validation and reports (6-9 ms of a
@@ -368,9 +396,8 @@ def _fast_forward(handle: tablemeta.TableHandle, snapshot_id: int) -> bool:
     which refreshes, retries and decides (a commit whose outcome is unknown included: the
     cherry-pick of a snapshot already current is refused as an ancestor, taken as done).
     """
-    meta, base = handle.meta, handle.base
-    staged = next((s for s in meta.snapshots if s.id == snapshot_id), None)
-    if base is None or staged is None or staged.parent != meta.current:
+    base, snapshot_id = handle.base, staged.id
+    if base is None or staged.parent != staged.main:
         return False
     try:
         ops = handle.table.operations()

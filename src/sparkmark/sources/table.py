@@ -75,21 +75,33 @@ def read_table(run: RunContext, name: str, transformation_ctx: str | None = None
     ctx = str(transformation_ctx)
     spark = run.spark
 
-    meta: tablemeta.TableMetadata | None = None
+    handle: tablemeta.TableHandle | None = None
+    top: tablemeta.SnapshotMeta | int | None = None
     if bm.mode is ReadMode.REPLAY:
         after = sp.read_element(bm.previous, name, ctx, "--job-bookmark-from run's")
-        through = sp.read_element(bm.upper, name, ctx, "--job-bookmark-to run's")
+        through = top = sp.read_element(bm.upper, name, ctx, "--job-bookmark-to run's")
     else:
         after = (sp.read_element(bm.previous, name, ctx) if bm.mode is ReadMode.INCREMENTAL
                  else None)
-        meta = tablemeta.load(spark, name) if after is not None else None
-        through = meta.current if meta is not None else current_snapshot(spark, name)
+        # classic sessions: the table refreshed once, its current snapshot read alone
+        handle = tablemeta.open_table(spark, name, read=False) if after is not None else None
+        current: tablemeta.SnapshotMeta | None = None
+        if handle is not None:
+            try:
+                current = handle.current(handle.base)
+            except Exception as e:  # noqa: BLE001 - the table property / refs answer instead
+                log.debug("current snapshot of %s: %s", name, java_error_text(e))
+                handle = None
+        if handle is not None:
+            top, through = current, None if current is None else current.id
+        else:
+            through = current_snapshot(spark, name)
     needs_list = bm.mode is not ReadMode.ALL and after is not None and through is not None \
         and after != through
-    if needs_list and meta is None:
-        meta = tablemeta.load(spark, name)
-    snaps = ((table_snapshots(meta) if meta is not None else snapshot_list(spark, name))
-             if needs_list else [])
+    snaps: list[sp.Snapshot] = []
+    if needs_list:
+        assert after is not None
+        snaps = _range_snapshots(spark, name, handle, top, after)
     plan = sp.plan_read(str(bm.mode), snaps, after, through, policy, table=name, ctx=ctx)
     df = _load(spark, name, plan, reader_opts)
 
@@ -133,8 +145,40 @@ def table_snapshots(meta: tablemeta.TableMetadata) -> list[sp.Snapshot]:
 
     Example: ``table_snapshots(tablemeta.TableMetadata(None, []))  # []``
     """
-    return [sp.Snapshot(s.id, s.parent, s.summary.get("operation", ""),
-                        _count(s.summary.get("total-delete-files"))) for s in meta.snapshots]
+    return [_as_snapshot(s) for s in meta.snapshots]
+
+
+def _as_snapshot(s: tablemeta.SnapshotMeta) -> sp.Snapshot:
+    return sp.Snapshot(s.id, s.parent, s.summary.get("operation", ""),
+                       _count(s.summary.get("total-delete-files")))
+
+
+def _range_snapshots(spark: Any, name: str, handle: tablemeta.TableHandle | None,
+                     top: tablemeta.SnapshotMeta | int | None, after: int) -> list[sp.Snapshot]:
+    """The snapshots the planner needs for the range after ``after`` up to ``top``.
+
+    On classic sessions, the range itself: its snapshots read one by one from the table's
+    metadata, following parent links back from ``top`` (what a run costs then depends on the
+    snapshots it reads, not on the table's history).  When that walk does not reach ``after``
+    within its limit (a broken lineage, or a long range), every snapshot of the metadata, as
+    the planner then needs them all to name the problem; elsewhere (Spark Connect) the
+    ``snapshots`` metadata table.
+    """
+    if handle is None and isinstance(top, int):  # a replay: the table is not open yet
+        handle = tablemeta.open_table(spark, name, read=False)
+    if handle is not None:
+        try:
+            chain = handle.walk(handle.base, top, after)
+        except Exception as e:  # noqa: BLE001 - py4j errors: the whole document decides
+            log.debug("snapshots of %s one by one: %s", name, java_error_text(e))
+            chain = None
+        if chain is not None:
+            return [_as_snapshot(s) for s in chain]
+        try:
+            return table_snapshots(handle.reread(refresh=False))
+        except Exception as e:  # noqa: BLE001 - the metadata table gives the error to show
+            log.debug("metadata of %s: %s", name, java_error_text(e))
+    return snapshot_list(spark, name)
 
 
 def current_snapshot(spark: Any, name: str) -> int | None:
