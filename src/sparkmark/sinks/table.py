@@ -33,7 +33,7 @@ from .. import tablemeta
 from ..errors import ConfigError, JobStateError, SinkError
 from ..jvm import java_error_text, java_static
 from ..run import RunContext, TableOutput
-from .stamping import checked_run_id, stamp
+from .stamping import RUN_ID_COL, SNAPSHOT_COL, checked_run_id, stamp
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -86,9 +86,14 @@ def write_table(run: RunContext, df: "DataFrame", table: str, *,
         raise JobStateError("write() needs a running job: call job.init(name, args) first")
     checked_run_id(run_id)
     spark = run.spark
-    stamped = stamp(df, run_id, snapshot_ts) if stamp_rows else df
+    columns = list(df.columns)
+    stamped = stamp(df, run_id, snapshot_ts, columns) if stamp_rows else df
+    if stamp_rows and not any(c.lower() in (RUN_ID_COL, SNAPSHOT_COL) for c in columns):
+        columns += [RUN_ID_COL, SNAPSHOT_COL]  # what stamp added (no second schema lookup)
+    else:
+        columns = list(stamped.columns)
     have, table_props, handle = _checked_table(spark, table, stamped)
-    missing = [c for c in stamped.columns if c.lower() not in have]
+    missing = [c for c in columns if c.lower() not in have]
     if missing:
         adds = ", ".join(f"{f.name} {f.dataType.simpleString()}" for f in stamped.schema.fields
                          if f.name in missing)
@@ -110,7 +115,7 @@ def write_table(run: RunContext, df: "DataFrame", table: str, *,
     before = spark.conf.get("spark.wap.id", None)
     try:
         spark.conf.set("spark.wap.id", wap_id)
-        stamped.writeTo(table).options(**opts).options(**props).append()
+        stamped.writeTo(table).options(**opts, **props).append()  # keys cannot collide
     except Exception as e:  # noqa: BLE001 - Spark analysis errors, py4j errors
         raise SinkError(f"writing to Iceberg table {table} failed: {java_error_text(e)}; nothing was "
                         "published") from None
