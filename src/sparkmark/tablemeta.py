@@ -130,17 +130,26 @@ class TableHandle:
 
     def refreshed(self) -> Any:
         """The table's metadata refreshed from the catalog (the Java object, kept as
-        :attr:`base`); :attr:`meta` is not re-read."""
+        :attr:`base`); :attr:`meta` is not re-read.
+
+        Example: ``md = handle.refreshed(); handle.current(md)``
+        """
         self.base = self.table.operations().refresh()
         return self.base
 
     def snapshot(self, metadata: Any, snapshot_id: int) -> SnapshotMeta | None:
-        """Snapshot ``snapshot_id`` of the Java ``metadata`` (``None``: not in it)."""
+        """Snapshot ``snapshot_id`` of the Java ``metadata`` (``None``: not in it).
+
+        Example: ``handle.snapshot(handle.base, 42).parent``
+        """
         found = metadata.snapshot(snapshot_id)
         return None if found is None else self._parsed(found)
 
     def current(self, metadata: Any) -> SnapshotMeta | None:
-        """The ``main`` branch's snapshot of the Java ``metadata`` (``None``: none yet)."""
+        """The ``main`` branch's snapshot of the Java ``metadata`` (``None``: none yet).
+
+        Example: ``handle.current(handle.base).summary["operation"]``
+        """
         found = metadata.currentSnapshot()
         return None if found is None else self._parsed(found)
 
@@ -168,7 +177,10 @@ class TableHandle:
 
     def staged(self, metadata: Any, wap_id: str, limit: int = 8) -> SnapshotMeta | None:
         """The snapshot staged under ``wap_id`` among the ``limit`` newest of the Java
-        ``metadata`` (snapshots are kept in the order they were added)."""
+        ``metadata`` (snapshots are kept in the order they were added).
+
+        Example: ``handle.staged(handle.table.operations().current(), wap_id).id``
+        """
         snaps = metadata.snapshots()
         n = int(snaps.size())
         for i in range(n - 1, max(-1, n - 1 - limit), -1):
@@ -178,7 +190,10 @@ class TableHandle:
         return None
 
     def columns(self, metadata: Any) -> tuple[str, ...]:
-        """The current schema's column names of the Java ``metadata``."""
+        """The current schema's column names of the Java ``metadata``.
+
+        Example: ``"sm_run_id" in handle.columns(handle.base)``
+        """
         text = java_static(self.spark, "org.apache.iceberg.SchemaParser", "toJson")(
             metadata.schema())
         return tuple(str(f["name"]) for f in json.loads(text).get("fields") or [])

@@ -139,7 +139,10 @@ def write_table(run: RunContext, df: "DataFrame", table: str, *,
 
 class Staged(NamedTuple):
     """A snapshot staged under a WAP id: its id, ``added-records`` and parent, and the
-    ``main`` snapshot of the same metadata (``None``: unknown, or no snapshot yet)."""
+    ``main`` snapshot of the same metadata (``None``: unknown, or no snapshot yet).
+
+    Example: ``Staged(7, 10_000, parent=6, main=6)  # a fast-forward can publish it``
+    """
 
     id: int
     records: int
