@@ -304,3 +304,32 @@ def s3(s3_server, classic_spark, monkeypatch):
         else:
             monkeypatch.setenv(k, v)
     return Bucket(s3_server, f"sm-{os.getpid()}-{next(_counter)}")
+
+
+# ---------------------------------------------------------------------- fault schedules
+def load_chaos():
+    """``benchmarks/chaos.py`` (the fault-schedule harness) as a module, once per process."""
+    mod = sys.modules.get("chaos")
+    if mod is None:
+        import importlib.util
+        spec = importlib.util.spec_from_file_location(
+            "chaos", os.path.join(_REPO, "benchmarks", "chaos.py"))
+        assert spec is not None and spec.loader is not None
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules["chaos"] = mod
+        spec.loader.exec_module(mod)
+    return mod
+
+
+def replay_schedule(seed: int, plan: list[dict], job: str) -> dict:
+    """One seeded fault schedule of ``job`` replayed step by step (no shrinking), checked for
+    what every seeded schedule must show: no violation, one schedule of ``job``, each planned
+    step injected once, some source records.  Returns the report for the test's own checks."""
+    from collections import Counter
+    report = load_chaos().run_chaos(1, seed=seed, replay=plan, jobs=(job,), do_shrink=False,
+                                    log=lambda *_: None)
+    assert report["violations"] == [], report["violations"]
+    assert report["jobs"] == {job: 1}
+    assert report["faults"] == dict(Counter(step["kind"] for step in plan)), report["faults"]
+    assert report["source_records"] > 0
+    return report

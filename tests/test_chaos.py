@@ -13,18 +13,13 @@ and a state-store outage during module C's write, and the files job on a Seaweed
 """
 from __future__ import annotations
 
-import importlib.util
 import os
 import random
-from pathlib import Path
 
 import pytest
-from conftest import S3_REQUIRED
+from conftest import S3_REQUIRED, load_chaos, replay_schedule
 
-ROOT = Path(__file__).resolve().parents[1]
-spec = importlib.util.spec_from_file_location("chaos", ROOT / "benchmarks" / "chaos.py")
-chaos = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(chaos)
+chaos = load_chaos()
 
 
 @pytest.mark.slow
@@ -55,12 +50,7 @@ def test_jdbc_job_schedule_keeps_exactly_once():
     rng = random.Random(2424)
     plan = [chaos.draw_step(rng, "kill"), chaos.draw_step(rng, "store_down")]
     plan[0].update(phase="write", delay=0.5)
-    report = chaos.run_chaos(1, seed=2424, replay=plan, jobs=("jdbc",), do_shrink=False,
-                             log=lambda *_: None)
-    assert report["violations"] == [], report["violations"]
-    assert report["jobs"] == {"jdbc": 1}
-    assert report["faults"] == {"kill": 1, "store_down": 1}
-    assert report["source_records"] > 0
+    report = replay_schedule(2424, plan, "jdbc")
     assert sum(report["outcomes"]["kill"].values()) == 1
 
 
@@ -73,12 +63,7 @@ def test_killed_reset_then_recovery_keeps_exactly_once():
     rng = random.Random(4347)
     plan = [chaos.draw_step(rng, "run"), chaos.draw_step(rng, "reset_kill")]
     plan[1].update(phase="removal", delay=0.0)
-    report = chaos.run_chaos(1, seed=4347, replay=plan, jobs=("files",), do_shrink=False,
-                             log=lambda *_: None)
-    assert report["violations"] == [], report["violations"]
-    assert report["jobs"] == {"files": 1}
-    assert report["faults"] == {"run": 1, "reset_kill": 1}
-    assert report["source_records"] > 0
+    report = replay_schedule(4347, plan, "files")
     assert report["outcomes"]["run"] == {"completed": 1}
     # the reset got to its transaction: the kill left it reset (or it finished first)
     assert set(report["reset_states"]) <= {"killed: reset, removal open",
@@ -103,12 +88,7 @@ def test_pipeline_job_schedule_keeps_exactly_once():
             chaos.draw_step(rng, "store_down", "pipeline")]
     plan[0].update(phase="commit", delay=0.1, module="B")
     plan[1].update(phase="write", delay=0.0, down_s=3.0, module="C")
-    report = chaos.run_chaos(1, seed=2627, replay=plan, jobs=("pipeline",), do_shrink=False,
-                             log=lambda *_: None)
-    assert report["violations"] == [], report["violations"]
-    assert report["jobs"] == {"pipeline": 1}
-    assert report["faults"] == {"kill": 1, "store_down": 1}
-    assert report["source_records"] > 0
+    report = replay_schedule(2627, plan, "pipeline")
     assert report["outcomes"]["kill"] == {"killed": 1}, report["outcomes"]
     assert report["outcomes"]["store_down"] == {"failed": 1}, report["outcomes"]
     assert report["ledger_statuses"].get("FAILED", 0) >= 2, report["ledger_statuses"]
@@ -131,12 +111,7 @@ def test_s3files_job_survives_an_object_store_outage():
     rng = random.Random(2480)
     plan = [chaos.draw_step(rng, "run", "s3files"), chaos.draw_step(rng, "s3_down", "s3files")]
     plan[1].update(phase="write", delay=0.0, down_s=2.0)
-    report = chaos.run_chaos(1, seed=2480, replay=plan, jobs=("s3files",), do_shrink=False,
-                             log=lambda *_: None)
-    assert report["violations"] == [], report["violations"]
-    assert report["jobs"] == {"s3files": 1}
-    assert report["faults"] == {"run": 1, "s3_down": 1}
-    assert report["source_records"] > 0
+    report = replay_schedule(2480, plan, "s3files")
     assert report["outcomes"]["run"] == {"completed": 1}, report["outcomes"]
     assert report["outcomes"]["s3_down"] == {"failed": 1}, report["outcomes"]  # it hit the run
     assert report["ledger_statuses"].get("FAILED", 0) == 1, report["ledger_statuses"]

@@ -8,13 +8,9 @@ windows, bookmark and ledger against the model).
 """
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
+from conftest import load_chaos
 
-ROOT = Path(__file__).resolve().parents[1]
-spec = importlib.util.spec_from_file_location("chaos", ROOT / "benchmarks" / "chaos.py")
-chaos = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(chaos)
+chaos = load_chaos()
 
 
 # ---------------------------------------------------------------------------- iceberg

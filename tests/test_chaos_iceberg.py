@@ -10,19 +10,14 @@ under SPARKMARK_REQUIRE_ICEBERG=1, elsewhere.  The full version is
 """
 from __future__ import annotations
 
-import importlib.util
 import os
 import random
-from pathlib import Path
 
 import pytest
 
-from conftest import iceberg_jar_paths
+from conftest import iceberg_jar_paths, load_chaos, replay_schedule
 
-ROOT = Path(__file__).resolve().parents[1]
-spec = importlib.util.spec_from_file_location("chaos", ROOT / "benchmarks" / "chaos.py")
-chaos = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(chaos)
+chaos = load_chaos()
 
 
 def test_the_iceberg_checker_reads_snapshots_against_the_ledger():
@@ -66,12 +61,7 @@ def test_iceberg_fault_schedule_keeps_exactly_once():
     plan = [chaos.draw_step(rng, "kill", "iceberg"), chaos.draw_step(rng, "store_down", "iceberg")]
     plan[0].update(phase="commit", delay=0.5)
     plan[1].update(phase="write", delay=0.5)
-    report = chaos.run_chaos(1, seed=2525, replay=plan, jobs=("iceberg",), do_shrink=False,
-                             log=lambda *_: None)
-    assert report["violations"] == [], report["violations"]
-    assert report["jobs"] == {"iceberg": 1}
-    assert report["faults"] == {"kill": 1, "store_down": 1}
-    assert report["source_records"] > 0
+    report = replay_schedule(2525, plan, "iceberg")
     assert sum(report["outcomes"]["kill"].values()) == 1
     assert sum(report["outcomes"]["store_down"].values()) == 1
 
@@ -90,10 +80,7 @@ def test_killed_iceberg_reset_then_recovery_keeps_exactly_once():
     rng = random.Random(4348)
     plan = [chaos.draw_step(rng, "run", "iceberg"), chaos.draw_step(rng, "reset_kill", "iceberg")]
     plan[1].update(phase="removal", delay=0.0)
-    report = chaos.run_chaos(1, seed=4348, replay=plan, jobs=("iceberg",), do_shrink=False,
-                             log=lambda *_: None)
-    assert report["violations"] == [], report["violations"]
-    assert report["faults"] == {"run": 1, "reset_kill": 1}
+    report = replay_schedule(4348, plan, "iceberg")
     assert report["outcomes"]["run"] == {"completed": 1}
     assert set(report["reset_states"]) <= {"killed: reset, removal open",
                                            "killed: reset, removal finished",
