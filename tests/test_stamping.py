@@ -9,7 +9,7 @@ import datetime as dt
 import pytest
 
 from sparkmark.errors import SinkError
-from sparkmark.sinks.stamping import stamp
+from sparkmark.sinks.stamping import stamp, stamped_columns
 
 RUN = "0123456789abcdef" * 2
 TS = 1_700_000_000_123
@@ -22,7 +22,7 @@ def test_stamp_adds_the_run_id_and_the_snapshot_time_as_withcolumns_would(spark)
     theirs = df.withColumns({"sm_run_id": F.lit(RUN),
                              "sm_snapshot_ts": F.timestamp_millis(F.lit(TS))})
     assert ours.schema == theirs.schema
-    assert ours.columns == ["id", "v", "sm_run_id", "sm_snapshot_ts"]
+    assert ours.columns == ["id", "v", "sm_run_id", "sm_snapshot_ts"] == stamped_columns(df.columns)
     assert sorted(ours.collect()) == sorted(theirs.collect())
     row = ours.where("id = 1").collect()[0]
     assert row.sm_run_id == RUN
@@ -34,6 +34,7 @@ def test_existing_stamp_columns_are_replaced_not_duplicated(spark):
     df = spark.createDataFrame([(1, "old", None)], "id BIGINT, SM_RUN_ID STRING, x INT")
     out = stamp(df, RUN, TS)
     assert [c.lower() for c in out.columns] == ["id", "sm_run_id", "x", "sm_snapshot_ts"]
+    assert stamped_columns(df.columns) == out.columns  # the sinks' column check, without Spark
     assert out.collect()[0][1] == RUN
     # a caller that knows df's columns passes them (no second schema lookup): same result
     plain = spark.createDataFrame([(1,)], "id BIGINT")

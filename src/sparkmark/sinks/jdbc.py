@@ -23,7 +23,7 @@ from ..errors import ConfigError, JobStateError, SinkError, SourceError
 from ..jdbcconn import JdbcConnection, java_message, resolve_driver, spark_url
 from ..redact import redact_url, url_has_secret
 from ..run import JdbcOutput, RunContext
-from .stamping import RUN_ID_COL, checked_run_id, count_while, stamp
+from .stamping import RUN_ID_COL, checked_run_id, count_while, stamp, stamped_columns
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -157,8 +157,10 @@ def write_jdbc(run: RunContext, df: "DataFrame", url: str, table: str, *,
     run.add_secrets(props, url)  # scrubbed from ledger errors
     if not any(str(k).lower() == "driver" for k in props):  # the ledger's outputs say which
         props["driver"] = sink_driver(run.spark, url, props)
-    stamped = stamp(df, run_id, snapshot_ts)
-    columns = stamped.columns if stamp_rows else df.columns  # what the target table gets
+    columns = list(df.columns)  # one schema lookup for the stamp and the target's columns
+    stamped = stamp(df, run_id, snapshot_ts, columns)
+    if stamp_rows:  # what the target table gets
+        columns = stamped_columns(columns)
     stage = stage_name(table)
     with JdbcTarget(run.spark, url, props) as t:
         if t.exists(table):

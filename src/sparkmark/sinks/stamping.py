@@ -50,6 +50,18 @@ def stamp(df: "DataFrame", run_id: str, snapshot_ts: int,
                          f"timestamp_millis({ts}L) AS {SNAPSHOT_COL}")
 
 
+def stamped_columns(columns: Sequence[str]) -> list[str]:
+    """The columns of ``stamp(df, ...)`` for a ``df`` with ``columns``, without asking Spark:
+    a stamp column already there (any case) is replaced in place, the others are appended.
+
+    >>> stamped_columns(["id", "SM_RUN_ID"])
+    ['id', 'sm_run_id', 'sm_snapshot_ts']
+    """
+    stamps = (RUN_ID_COL, SNAPSHOT_COL)
+    out = [c.lower() if c.lower() in stamps else c for c in columns]
+    return out + [c for c in stamps if c not in out]
+
+
 def count_while(df: "DataFrame", action: Callable[["DataFrame"], None]) -> int:
     """Run ``action(observed_df)`` and return the number of rows it processed (one pass)."""
     from pyspark.sql import Observation

@@ -33,7 +33,7 @@ from .. import tablemeta
 from ..errors import ConfigError, JobStateError, SinkError
 from ..jvm import java_error_text, java_static
 from ..run import RunContext, TableOutput
-from .stamping import RUN_ID_COL, SNAPSHOT_COL, checked_run_id, stamp
+from .stamping import checked_run_id, stamp, stamped_columns
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -86,12 +86,10 @@ def write_table(run: RunContext, df: "DataFrame", table: str, *,
         raise JobStateError("write() needs a running job: call job.init(name, args) first")
     checked_run_id(run_id)
     spark = run.spark
-    columns = list(df.columns)
+    columns = list(df.columns)  # one schema lookup for the stamp and the column check
     stamped = stamp(df, run_id, snapshot_ts, columns) if stamp_rows else df
-    if stamp_rows and not any(c.lower() in (RUN_ID_COL, SNAPSHOT_COL) for c in columns):
-        columns += [RUN_ID_COL, SNAPSHOT_COL]  # what stamp added (no second schema lookup)
-    else:
-        columns = list(stamped.columns)
+    if stamp_rows:
+        columns = stamped_columns(columns)
     have, table_props, handle = _checked_table(spark, table, stamped)
     missing = [c for c in columns if c.lower() not in have]
     if missing:
