@@ -141,12 +141,15 @@ def store_id(conn: Connection) -> str | None:
     return conn.execute(select(meta.c.value).where(meta.c.key == "store_id")).scalar()
 
 
+_STORE_ID = select(meta.c.value).where(meta.c.key == "store_id")
+
+
 def read_store_id(conn: Connection) -> str | None:
     """:func:`store_id` in one query, for a store this process has opened (the begin and
     commit checks): a missing ``sm_meta`` table raises the driver's error (``DBAPIError``)
     instead of being looked up first (the reflection cost a query and ~0.4 ms of Python on
     every begin and commit, issue 26)."""
-    return conn.execute(select(meta.c.value).where(meta.c.key == "store_id")).scalar()
+    return conn.execute(_STORE_ID).scalar()
 
 
 def _ensure_store_id(conn: Connection) -> None:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import sqlalchemy as sa
-from sqlalchemy import event, select
+from sqlalchemy import bindparam, event, select
 from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, IntegrityError, NoSuchModuleError
 
@@ -27,6 +27,37 @@ from ..planning.bands import path_hash
 from .lease import host_name, lease_is_alive, lease_token, this_host
 from .schema import files, jobs, runs, versions
 from ..status import PublishState, RunStatus, plain
+
+# Statements every run executes (begin, commit, ledger updates), built once: building a Core
+# statement and its cache key costs ~70 us of Python per execution, more than SQLite takes to
+# run it (issue 26: 13 statements a run).  Parameters are named ``b_*`` so that they never clash
+# with the column names an UPDATE's SET takes from the parameters.
+_Q_JOB = select(jobs).where(jobs.c.job_name == bindparam("b_job"))
+_Q_JOB_LOCKED = _Q_JOB.with_for_update()
+_Q_VERSION = select(versions).where(versions.c.job_name == bindparam("b_job"),
+                                    versions.c.version == bindparam("b_version"))
+_U_JOB = jobs.update().where(jobs.c.job_name == bindparam("b_job"))
+_U_RUN = runs.update().where(runs.c.run_id == bindparam("b_run"))
+_I_RUN = runs.insert()
+_I_VERSION = versions.insert()
+_Q_TO_RECOVER = (select(runs).where(
+    runs.c.job_name == bindparam("b_job"),
+    runs.c.publish_state.in_((PublishState.PENDING, PublishState.STAGED, PublishState.REMOVING)),
+    runs.c.status != RunStatus.RUNNING).order_by(runs.c.run_start_ts))
+
+_RUN_COLUMNS = frozenset(runs.c.keys())
+
+
+def _run_fields(fields: dict[str, Any] | None) -> dict[str, Any]:
+    """Ledger fields as statement parameters: plain values, and only columns of ``sm_runs``
+    (a prebuilt statement would silently ignore a key that is not a column, where
+    ``.values()`` raised)."""
+    fields = fields or {}
+    unknown = fields.keys() - _RUN_COLUMNS
+    if unknown:
+        raise ValueError(f"not columns of sm_runs: {sorted(unknown)}")
+    return {k: plain(v) for k, v in fields.items()}
+
 
 DEFAULT_STATE_URL = "sqlite:///.sparkmark/state.db"
 ENV_VAR = "SPARKMARK_STATE"
@@ -392,10 +423,7 @@ class StateStore:
                                attempt=0, created_ts=job.created_ts, state={})
 
     def _job_row(self, conn: Connection, job_name: str, *, lock: bool = False) -> Any:
-        q = select(jobs).where(jobs.c.job_name == job_name)
-        if lock:
-            q = q.with_for_update()
-        return conn.execute(q).first()
+        return conn.execute(_Q_JOB_LOCKED if lock else _Q_JOB, {"b_job": job_name}).first()
 
     def _require_job(self, conn: Connection, job_name: str, *, lock: bool = False) -> Any:
         row = self._job_row(conn, job_name, lock=lock)
@@ -408,8 +436,7 @@ class StateStore:
     def _version(self, conn: Connection, job: Any, version: int) -> BookmarkVersion:
         if version == 0:
             return self._empty_version(job)
-        row = conn.execute(select(versions).where(versions.c.job_name == job.job_name,
-                                                  versions.c.version == version)).first()
+        row = conn.execute(_Q_VERSION, {"b_job": job.job_name, "b_version": version}).first()
         if row is None:
             raise StateCorruptError(
                 f"job {job.job_name!r} points at bookmark version {version}, which is missing; "
@@ -488,14 +515,15 @@ class StateStore:
                     taken_over.append(dict(old._mapping))
                 attempt += 1
             version = self._version(conn, job, job.current_version)
-            conn.execute(jobs.update().where(jobs.c.job_name == job_name).values(
-                active_run_id=run_id, lease_host=lease_token(host, pid), lease_pid=pid,
-                lease_expires_ts=now + lease_ms, attempt=attempt))
-            conn.execute(runs.insert().values(
-                run_id=run_id, job_name=job_name, run_number=job.run_number + 1,
-                attempt=attempt, status=RunStatus.RUNNING, bookmark_option=option,
-                start_version=job.current_version, run_start_ts=now, snapshot_ts=snapshot_ts,
-                host=host, pid=pid, **ledger))
+            conn.execute(_U_JOB, {
+                "b_job": job_name, "active_run_id": run_id,
+                "lease_host": lease_token(host, pid), "lease_pid": pid,
+                "lease_expires_ts": now + lease_ms, "attempt": attempt})
+            conn.execute(_I_RUN, {
+                "run_id": run_id, "job_name": job_name, "run_number": job.run_number + 1,
+                "attempt": attempt, "status": RunStatus.RUNNING, "bookmark_option": option,
+                "start_version": job.current_version, "run_start_ts": now,
+                "snapshot_ts": snapshot_ts, "host": host, "pid": pid, **_run_fields(ledger)})
             return RunStart(run_id=run_id, job_name=job_name, run_number=job.run_number + 1,
                             attempt=attempt, start_version=job.current_version,
                             state=version.state, previous_run_id=job.last_run_id,
@@ -541,18 +569,19 @@ class StateStore:
                         f"running (version {start_version} -> {job.current_version}, e.g. a "
                         "reset or rewind). Nothing was committed; run the job again.")
                 version = job.current_version + 1
-                conn.execute(versions.insert().values(
-                    job_name=job_name, version=version, kind="commit", run_id=run_id,
-                    previous_run_id=job.last_run_id, run_number=job.run_number + 1,
-                    attempt=job.attempt, created_ts=now,
-                    state=json.dumps(new_state, sort_keys=True)))
-            conn.execute(jobs.update().where(jobs.c.job_name == job_name).values(
-                current_version=version, run_number=job.run_number + 1, attempt=0,
-                last_run_id=run_id, active_run_id=None, lease_host=None, lease_pid=None,
-                lease_expires_ts=None))
-            conn.execute(runs.update().where(runs.c.run_id == run_id).values(
-                status=status, run_end_ts=now, end_version=version,
-                **{k: plain(v) for k, v in (fields or {}).items()}))
+                conn.execute(_I_VERSION, {
+                    "job_name": job_name, "version": version, "kind": "commit",
+                    "run_id": run_id, "previous_run_id": job.last_run_id,
+                    "run_number": job.run_number + 1, "attempt": job.attempt,
+                    "created_ts": now, "state": json.dumps(new_state, sort_keys=True)})
+            conn.execute(_U_JOB, {
+                "b_job": job_name, "current_version": version,
+                "run_number": job.run_number + 1, "attempt": 0, "last_run_id": run_id,
+                "active_run_id": None, "lease_host": None, "lease_pid": None,
+                "lease_expires_ts": None})
+            conn.execute(_U_RUN, {
+                "b_run": run_id, "status": status, "run_end_ts": now, "end_version": version,
+                **_run_fields(fields)})
             if files_keep_ms is not None:
                 conn.execute(files.delete().where(files.c.job_name == job_name,
                                                   files.c.read_ts < now - files_keep_ms))
@@ -610,8 +639,7 @@ class StateStore:
 
     def update_run(self, run_id: str, **fields: Any) -> None:
         with self.tx("updating the ledger") as conn:
-            conn.execute(runs.update().where(runs.c.run_id == run_id).values(
-                **{k: plain(v) for k, v in fields.items()}))
+            conn.execute(_U_RUN, {"b_run": run_id, **_run_fields(fields)})
 
     # ------------------------------------------------------------------ bookmark admin
     def bookmark_entry(self, job_name: str, run_id: str | None = None) -> dict[str, Any]:
@@ -826,12 +854,7 @@ class StateStore:
 
     @staticmethod
     def _runs_to_recover(conn: Connection, job_name: str) -> list[dict[str, Any]]:
-        q = (select(runs).where(runs.c.job_name == job_name,
-                                runs.c.publish_state.in_((PublishState.PENDING, PublishState.STAGED,
-                                                          PublishState.REMOVING)),
-                                runs.c.status != RunStatus.RUNNING)
-             .order_by(runs.c.run_start_ts))
-        return [dict(r._mapping) for r in conn.execute(q)]
+        return [dict(r._mapping) for r in conn.execute(_Q_TO_RECOVER, {"b_job": job_name})]
 
     def jobs_writing(self, target: str, *, besides: str) -> list[str]:
         """Other jobs (not ``besides``) whose runs staged output for ``target`` (a file target's
