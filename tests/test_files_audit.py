@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 import sqlalchemy as sa
 from typer.testing import CliRunner
 
+from sparkmark.state.schema import SCHEMA_VERSION
 from sparkmark import Bookmarks, Job
 from sparkmark.cli import app
 from sparkmark.errors import ConfigError, SourceError, UnknownJobError
@@ -207,6 +208,8 @@ def test_a_version_1_store_gains_the_audit_table_on_first_use(spark, tmp_path, c
     engine = sa.create_engine(url)
     with engine.begin() as conn:  # what sparkmark 0.x (schema 1) left behind
         conn.exec_driver_sql("DROP TABLE sm_files")
+        conn.exec_driver_sql("DROP TABLE sm_targets")  # schema 3 added these
+        conn.exec_driver_sql("DROP INDEX ix_sm_runs_publish")
         conn.exec_driver_sql("UPDATE sm_meta SET value='1' WHERE key='schema_version'")
     engine.dispose()
     # a new process opens the store (this one keeps its engine): the upgrade runs there
@@ -219,7 +222,7 @@ def test_a_version_1_store_gains_the_audit_table_on_first_use(spark, tmp_path, c
     engine = sa.create_engine(url)
     with engine.connect() as conn:
         assert conn.exec_driver_sql("SELECT value FROM sm_meta WHERE key='schema_version'"
-                                    ).scalar() == "2"
+                                    ).scalar() == str(SCHEMA_VERSION)
     engine.dispose()
 
 

@@ -123,3 +123,55 @@ def test_begin_run_hands_over_the_runs_to_recover_read_in_its_transaction(tmp_pa
                             snapshot_ts=3, lease_ms=60_000, pid=1)
     assert [r["run_id"] for r in start.to_recover] == ["a" * 32]
     assert start.to_recover == store.runs_to_recover("j")
+
+
+def _staged_run(store, job: str, n: int, target: str | None) -> list[str]:
+    """A run of ``job`` that stages output for ``target`` (none: a read-only run) and commits;
+    the other jobs that wrote the target, as the write saw them."""
+    import os
+    run_id = f"{n:032x}"
+    start = store.begin_run(job, run_id=run_id, option="job-bookmark-enable", now=n,
+                            snapshot_ts=n, lease_ms=60_000, pid=os.getpid())
+    others = []
+    if target is not None:
+        outputs = f'[{{"kind": "files", "target": "{target}", "staging": "_s/{run_id}"}}]'
+        others = store.record_staged(job, run_id, outputs=outputs, target=target)
+    store.commit_run(job, run_id, start_version=start.start_version, new_state={"c": n},
+                     status="SUCCEEDED", now=n + 1)
+    return others
+
+
+def test_jobs_writing_a_target_are_an_index_lookup_that_an_upgrade_fills(state_url):
+    """Schema 3's sm_targets: a write learns which other jobs wrote its target in its own
+    ledger transaction; a schema-2 store gets the table filled from its runs' outputs (and the
+    index an init's recovery lookup uses)."""
+    from sparkmark.state import store as store_mod
+    store = open_store(state_url)
+    assert _staged_run(store, "a", 1, "file:/out/x") == []
+    assert _staged_run(store, "a", 2, "file:/out/x") == []       # its own earlier run: no one
+    assert _staged_run(store, "b", 3, "file:/out/x") == ["a"]
+    assert _staged_run(store, "b", 4, "file:/out/y") == []
+    assert _staged_run(store, "c", 5, None) == []
+    assert store.jobs_writing("file:/out/x", besides="c") == ["a", "b"]
+    assert store.jobs_writing("file:/out/x", besides="a") == ["b"]
+    assert store.jobs_writing("file:/out/z", besides="a") == []
+    with store.tx("rows") as conn:
+        assert conn.exec_driver_sql("SELECT count(*) FROM sm_targets").scalar() == 3
+        conn.exec_driver_sql("DROP TABLE sm_targets")  # what sparkmark with schema 2 left
+        conn.exec_driver_sql("DROP INDEX ix_sm_runs_publish")
+        conn.exec_driver_sql("UPDATE sm_meta SET value = '2' WHERE key = 'schema_version'")
+        # a malformed outputs value is skipped by the upgrade, not fatal
+        conn.exec_driver_sql("UPDATE sm_runs SET outputs = 'not json' WHERE run_id = "
+                             f"'{4:032x}'")
+    store_mod._ENGINES.clear()  # a new process: the upgrade runs on first use
+    again = open_store(state_url)
+    with again.tx("check") as conn:
+        assert conn.exec_driver_sql("SELECT value FROM sm_meta WHERE key = 'schema_version'"
+                                    ).scalar() == str(SCHEMA_VERSION)
+        rows = sorted(tuple(r) for r in conn.exec_driver_sql(
+            "SELECT job_name, target, first_run_id FROM sm_targets"))
+        assert "ix_sm_runs_publish" in {ix["name"] for ix in sa.inspect(conn).get_indexes(
+            "sm_runs")}
+    assert rows == [("a", "file:/out/x", f"{1:032x}"), ("b", "file:/out/x", f"{3:032x}")]
+    assert _staged_run(again, "d", 6, "file:/out/x") == ["a", "b"]
+    assert _staged_run(again, "b", 7, "file:/out/y") == []

@@ -511,19 +511,16 @@ class Job:
         """A sink staged output: record it in the ledger first, so a crash can be cleaned up."""
         self.require_active("write")
         self._outputs.append(output)
-        self.store.update_run(self.run_identity()[1], outputs=publish_.records(self._outputs),
-                              publish_state=PublishState.STAGED)
-        self._warn_shared_target(output.target)
+        name, run_id, _ = self.run_identity()
+        others = self.store.record_staged(name, run_id, outputs=publish_.records(self._outputs),
+                                          target=output.target)
+        self._warn_shared_target(output.target, others)
 
-    def _warn_shared_target(self, target: str) -> None:
+    def _warn_shared_target(self, target: str, others: list[str]) -> None:
         """Two jobs writing one target: each one's rollback removes only its own runs' output,
         and names that differ only by case or Unicode normalization are separate jobs."""
         import logging
         import unicodedata
-        try:
-            others = self.store.jobs_writing(target, besides=str(self.job_name))
-        except Exception:  # noqa: BLE001 - a warning must never fail a write
-            return
         if not others:
             return
 
