@@ -23,6 +23,7 @@ What differs between the two lines, and what sparkmark does about it:
 from __future__ import annotations
 
 import re
+import weakref
 from typing import TYPE_CHECKING, Any
 
 from .errors import SourceError, SparkmarkError
@@ -69,7 +70,25 @@ def spark_version(spark: "SparkSession | None" = None) -> tuple[int, int]:
     """
     if spark is None:
         return pyspark_version()
-    return parse_version(spark.version)
+    return parse_version(_session_version(spark))
+
+
+#: session -> its Spark version: a session's version never changes, and asking costs a py4j
+#: round trip (or a Connect request) on every Job() (issue 26)
+_VERSIONS: "weakref.WeakKeyDictionary[Any, str]" = weakref.WeakKeyDictionary()
+
+
+def _session_version(spark: Any) -> str:
+    try:
+        return _VERSIONS[spark]
+    except (KeyError, TypeError):  # TypeError: an object that takes no weak reference
+        pass
+    version = str(spark.version)
+    try:
+        _VERSIONS[spark] = version
+    except TypeError:
+        pass
+    return version
 
 
 def version_text(spark: "SparkSession | None" = None) -> str:
@@ -77,7 +96,7 @@ def version_text(spark: "SparkSession | None" = None) -> str:
     if spark is None:
         import pyspark
         return str(pyspark.__version__)
-    return str(spark.version)
+    return _session_version(spark)
 
 
 def is_spark4(spark: "SparkSession | None" = None) -> bool:
