@@ -259,8 +259,9 @@ class Phases:
                 (sink, "wap_snapshots", "publish: ancestry check (wap_snapshots)"),
                 (DataFrameWriterV2, "append", "write: the append (staged snapshot)"),
                 (StateStore, "update_run", "ledger: update_run"),
+                (StateStore, "record_staged", "ledger: staged output (record_staged)"),
                 (StateStore, "commit_run", "commit: state transaction"),
-                (publish, "publish_table", "publish: cherry-pick")]:
+                (publish, "publish_table", "publish (fast-forward, else cherry-pick)")]:
             if hasattr(owner, attr):  # names of this checkout's sparkmark (they change)
                 self.wrap(owner, attr, label)
         from sparkmark import job as job_mod
