@@ -15,9 +15,8 @@ on first use, so users never upgrade by hand.
 """
 from __future__ import annotations
 
-from typing import Callable
-
 import json
+from typing import Callable
 
 from sqlalchemy import (BigInteger, Column, Connection, Index, Integer, MetaData, String, Table,
                         Text, inspect, select)
