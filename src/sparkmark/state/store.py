@@ -875,11 +875,9 @@ class StateStore:
         with self.tx("recording staged output") as conn:
             conn.execute(_U_RUN, {"b_run": run_id, "outputs": outputs,
                                   "publish_state": PublishState.STAGED})
-            digest = path_hash(target)
-            writers = {name for name, t in conn.execute(_Q_TARGET, {"b_hash": digest})
-                       if t == target}
+            writers = self._writers(conn, target)
             if job_name not in writers:
-                conn.execute(_I_TARGET, {"target_hash": digest, "job_name": job_name,
+                conn.execute(_I_TARGET, {"target_hash": path_hash(target), "job_name": job_name,
                                          "target": target, "first_run_id": run_id})
             return sorted(writers - {job_name})
 
@@ -888,9 +886,13 @@ class StateStore:
         qualified path, a JDBC or Iceberg table), from ``sm_targets`` (an index lookup, however
         long the ledger): ``store.jobs_writing("file:/out", besides="orders") == ["Orders"]``."""
         with self.tx("reading the ledger") as conn:
-            return sorted(name for name, t in conn.execute(_Q_TARGET,
-                                                           {"b_hash": path_hash(target)})
-                          if t == target and name != besides)
+            return sorted(self._writers(conn, target) - {besides})
+
+    @staticmethod
+    def _writers(conn: Connection, target: str) -> set[str]:
+        """The jobs ``sm_targets`` has for ``target`` (looked up by its hash, then compared)."""
+        return {name for name, t in conn.execute(_Q_TARGET, {"b_hash": path_hash(target)})
+                if t == target}
 
     def files_read_before(self, job_name: str, ctx: str | None,
                           paths: list[str]) -> dict[str, set[tuple[int | None, int | None]]]:
