@@ -2,6 +2,8 @@
 
 The decisions are pure (:mod:`sparkmark.schema_drift`); this module only asks Spark:
 
+0. JSON lines under a known schema in mode ``rescue`` or ``none`` skip steps 1-3: one read
+   (:func:`_read_one_pass`), the columns met observed on the job's action like the counts.
 1. *See* the new files' columns: Spark's own inference over them (JSON: one pass over the new
    files; CSV: the header of each file, plus a pass when ``inferSchema=true``).  CSV files are
    grouped by header line, so a file whose header gained, lost or reordered columns is read
@@ -122,6 +124,9 @@ def read_drift(spark: "SparkSession", fmt: str, files: Sequence[FileEntry], list
         if plan.rescue:
             cols.append((RESCUED, StringType()))
         return load(spark, fmt, files, listing, opts, _struct(cols)), plan, dict
+    if one_pass(fmt, mode, opts, base_known):
+        assert base_known is not None
+        return _read_one_pass(spark, files, listing, permissive, base_known, mode, load)
     groups = _groups(spark, fmt, files, opts)
     seen_struct: list["StructType"] = []
     inferred: list["DataFrame"] = []
@@ -152,6 +157,123 @@ def read_drift(spark: "SparkSession", fmt: str, files: Sequence[FileEntry], list
     if plan.rescue:
         out.append(RESCUED)
     return observed.select(*out), plan, counts
+
+
+#: reader options that apply to the lines, not to the JSON in them (the one-pass read's text reader)
+_TEXT_OPTIONS = ("linesep", "pathglobfilter", "recursivefilelookup", "ignorecorruptfiles",
+                 "ignoremissingfiles", "modifiedbefore", "modifiedafter", "basepath")
+
+
+def one_pass(fmt: str, mode: str, opts: dict[str, str], known: "StructType | None") -> bool:
+    """Whether a read can skip the inference pass: JSON lines under a known schema in mode
+    ``rescue`` or ``none`` (their columns do not depend on what the files hold), UTF-8, not
+    ``multiLine``.  The other modes need the new columns (and their types) before the read.
+
+    >>> one_pass("json", "rescue", {}, None), one_pass("csv", "rescue", {}, None)
+    (False, False)
+    """
+    low = {k.lower(): str(v).strip().lower() for k, v in opts.items()}
+    return (fmt == "json" and mode in ("rescue", "none") and known is not None
+            and low.get("multiline", "false") != "true"
+            and low.get("encoding", low.get("charset", "utf-8")).replace("-", "") == "utf8")
+
+
+def _read_one_pass(spark: "SparkSession", files: Sequence[FileEntry], listing: Any,
+                   permissive: dict[str, str], known: "StructType", mode: str,
+                   load: Callable[..., "DataFrame"]
+                   ) -> tuple["DataFrame", DriftPlan, Callable[[], dict[str, int]]]:
+    """JSON lines read once as text: each line parsed under the known schema (``from_json``,
+    Spark's own JSON parser and options) and its keys listed (``json_object_keys``), so values
+    that do not fit are rescued as in :func:`_read_group`, and what the run met (new, missing
+    and changed columns) is observed on the job's own action, reported at commit.  A line
+    holding a JSON array of objects is one row per object, as Spark's JSON reader makes it.
+
+    Unlike the inference path, a key that differs from a known column only in case is
+    rescued: Spark's JSON parser matches names exactly, so its value would be lost."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StringType
+    text_opts = {k: v for k, v in permissive.items() if k.lower() in _TEXT_OPTIONS}
+    json_opts = {k: v for k, v in permissive.items() if k.lower() not in _TEXT_OPTIONS}
+    text = load(spark, "text", files, listing, text_opts, None)
+    parts = {c.lower(): c for c in text.columns if c != "value"}
+    fields = [(f.name, f.dataType) for f in known.fields]
+    data = [(n, t) for n, t in fields if n.lower() not in parts]
+    names = [n for n, _ in data]
+    value = F.col("value")
+    elems = F.from_json(value, "array<string>", json_opts)
+    objects = F.when(F.ltrim(value).startswith("[")
+                     & F.forall(elems, lambda e: F.ltrim(e).startswith("{")), elems)
+    rows = text.where(~value.rlike(r"^\s*$")).select(
+        F.explode(F.coalesce(objects, F.array(value))).alias("_sm_line"),
+        *[F.col(c) for c in parts.values()])
+    line = F.col("_sm_line")
+    parsed = F.from_json(line, _struct(data + [(CORRUPT, StringType())]), json_opts)
+    raw_map = F.from_json(line, "map<string,string>", json_opts)
+    keys = F.json_object_keys(line)
+    raw = F.col(CORRUPT)
+    entry = "array<struct<k:string,v:string>>"
+    bad = {n: raw.isNotNull() & F.col(n).isNull() & raw_map.getItem(n).isNotNull()
+           for n in names}
+    any_bad = F.lit(False)
+    for b in bad.values():
+        any_bad = any_bad | F.coalesce(b, F.lit(False))
+    pairs = [F.when(b, F.struct(F.lit(n).alias("k"), raw_map.getItem(n).alias("v")))
+             for n, b in bad.items()]
+    pairs.append(F.when(raw.isNotNull() & ~any_bad,
+                        F.struct(F.lit(CORRUPT_KEY).alias("k"), raw.alias("v"))))
+    new_keys = F.coalesce(F.filter(F.col("_sm_keys"), lambda k: ~k.isin(*names)),
+                          F.array().cast("array<string>"))
+    extra = F.when(F.size(new_keys) > 0, F.map_entries(F.map_filter(
+        raw_map, lambda k, v: v.isNotNull() & ~k.isin(*names))))
+    kept = F.concat(F.filter(F.array(*pairs), lambda x: x.isNotNull()).cast(entry),
+                    F.coalesce(extra.cast(entry), F.array().cast(entry)))
+    file_pair = F.array(F.struct(F.lit(FILE_KEY).alias("k"), F.input_file_name().alias("v")))
+    rescued = F.when(F.size(kept) > 0,
+                     F.to_json(F.map_from_entries(F.concat(kept, file_pair.cast(entry)))))
+    typed = rows.select(parsed.alias("_sm_row"), keys.alias("_sm_keys"), line,
+                        *[F.col(c) for c in parts.values()]) \
+        .select("_sm_row.*", "_sm_keys", line, *[F.col(c) for c in parts.values()])
+    cols = [F.col(parts[n.lower()]).cast(t).alias(n) if n.lower() in parts else F.col(n)
+            for n, t in fields]
+    mismatched = F.filter(F.array(*[F.when(b, F.lit(n)) for n, b in bad.items()]),
+                          lambda x: x.isNotNull()) if bad else F.array().cast("array<string>")
+    df = typed.select(*cols, raw.alias(CORRUPT), rescued.alias(RESCUED),
+                      F.filter(F.col("_sm_keys"), lambda k: k.isin(*names)).alias("_sm_seen"),
+                      new_keys.alias("_sm_new"), mismatched.alias("_sm_bad"))
+    plan = plan_drift(fields_of(known), fields_of(known) or [], mode)
+    observed, counts = _count(spark, df, plan, seen=True)
+    out = [n for n, _ in fields] + ([RESCUED] if plan.rescue else [])
+
+    def report() -> dict[str, Any]:
+        got = counts()
+        seen = {n.lower() for keys_ in got.pop("seen") for n in keys_} | set(parts)
+        new_all = sorted({n for keys_ in got.pop("new") for n in keys_})
+        seen |= {n.lower() for n in new_all}
+        bad_cols = {n for cols_ in got.pop("bad") for n in cols_}
+        known_low = {n.lower() for n in names}
+        new = list(dict((n.lower(), n) for n in reversed(new_all)
+                        if n.lower() not in known_low).values())[::-1]
+        missing = [n for n, _ in fields if n.lower() not in seen]
+        changed = [c for c in _seen_types(spark, files, listing, permissive, known, mode, load)
+                   if c[0] in bad_cols] if bad_cols else []
+        info = {k: v for k, v in (("new_columns", sorted(new, key=str.lower)),
+                                  ("changed_columns", [f"{n}: {k} -> {s}"
+                                                       for n, k, s in changed]),
+                                  ("missing_columns", missing)) if v}
+        return {**got, **info}
+    return observed.select(*out), plan, report
+
+
+def _seen_types(spark: "SparkSession", files: Sequence[FileEntry], listing: Any,
+                permissive: dict[str, str], known: "StructType", mode: str,
+                load: Callable[..., "DataFrame"]) -> tuple[tuple[str, str, str], ...]:
+    """The known columns whose type Spark infers differently in ``files`` (a pass over them,
+    made only by runs where values did not fit)."""
+    try:
+        inferred = load(spark, "json", files, listing, permissive, None).schema
+    except SourceError:  # e.g. keys differing only in case: no type to name
+        return tuple((f.name, f.dataType.simpleString(), "?") for f in known.fields)
+    return plan_drift(fields_of(known), fields_of(inferred) or [], mode).changed
 
 
 def _read_group(spark: "SparkSession", fmt: str, group: Sequence[FileEntry], listing: Any,
@@ -262,21 +384,30 @@ def known_json(df: "DataFrame") -> str:
     return _struct([(f.name, f.dataType) for f in df.schema.fields if f.name != RESCUED]).json()
 
 
-def _count(spark: "SparkSession", df: "DataFrame", plan: DriftPlan
-           ) -> tuple["DataFrame", Callable[[], dict[str, int]]]:
+def _count(spark: "SparkSession", df: "DataFrame", plan: DriftPlan, seen: bool = False
+           ) -> tuple["DataFrame", Callable[[], dict[str, Any]]]:
     """Rows with values that did not fit, and rows Spark could not parse whole:
     ``(df to return, counts())``.  Classic sessions observe them on the job's own action;
-    ``counts()`` aggregates once over ``df`` when no action delivered them."""
+    ``counts()`` aggregates once over ``df`` when no action delivered them.  ``seen`` (the
+    one-pass read): also the key lists of ``_sm_seen``, ``_sm_new`` and ``_sm_bad``, as
+    ``seen``, ``new`` and ``bad`` (each a list of the distinct lists)."""
     from pyspark.sql import functions as F
 
     from ..compat import is_connect
     key = "rescued_records" if plan.rescue else "dropped_records"
+    lists = ("seen", "new", "bad") if seen else ()
     metrics = (F.count(F.when(F.col(RESCUED).isNotNull(), 1)).alias("r"),
-               F.count(F.when(F.col(CORRUPT).isNotNull(), 1)).alias("m"))
+               F.count(F.when(F.col(CORRUPT).isNotNull(), 1)).alias("m"),
+               # as JSON text: Spark 3.5's Observation hands arrays over as Java objects
+               *[F.to_json(F.collect_set(F.array_sort(F.col(f"_sm_{n}")))).alias(n)
+                 for n in lists])
 
-    def aggregate() -> dict[str, int]:
-        row = df.agg(*metrics).collect()[0]
-        return {"malformed_records": int(row["m"]), key: int(row["r"])}
+    def result(row: Any) -> dict[str, Any]:
+        return {"malformed_records": int(row["m"]), key: int(row["r"]),
+                **{n: json.loads(row[n] or "[]") for n in lists}}
+
+    def aggregate() -> dict[str, Any]:
+        return result(df.agg(*metrics).collect()[0])
 
     if is_connect(spark):
         return df, aggregate
@@ -296,7 +427,7 @@ def _count(spark: "SparkSession", df: "DataFrame", plan: DriftPlan
             got = None
         if not got or "r" not in got:
             return aggregate()
-        return {"malformed_records": int(got["m"]), key: int(got["r"])}
+        return result(got)
     return observed, counts
 
 
