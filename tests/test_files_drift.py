@@ -383,3 +383,18 @@ def test_a_steady_json_run_starts_no_spark_job_before_the_action(spark, sqlite_u
     job.commit()
     assert job.reads["src"]["rescued_records"] == 1
     assert "new_columns" not in job.reads["src"]  # "ID" is the known "id" (as before)
+
+
+def test_parser_options_are_honoured_by_either_read(spark, sqlite_url, clock, tmp_path):
+    """An ``allow...`` parser option (here single quotes) reads through the inference path,
+    since ``json_object_keys`` parses strict JSON: the new column is still rescued."""
+    src = tmp_path / "in"
+    put(src, "a.json", "{'id': 1, 'amount': 30}\n", clock.now - 5 * MIN)
+    job, cols, rows = read(spark, sqlite_url, clock, src, "json", None, allowSingleQuotes="true")
+    job.commit()
+    clock.advance(10 * MIN)
+    put(src, "b.json", "{'id': 2, 'amount': 3, 'note': 'x'}\n", clock.now - 5 * MIN)
+    job, cols, rows = read(spark, sqlite_url, clock, src, "json", None, allowSingleQuotes="true")
+    assert [(r["id"], r["amount"], rescued(r).get("note")) for r in rows] == [(2, 3, "x")]
+    job.commit()
+    assert job.reads["src"]["new_columns"] == ["note"]

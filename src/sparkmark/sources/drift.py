@@ -36,7 +36,7 @@ from ..schema_drift import (CORRUPT, CORRUPT_KEY, FILE_KEY, RESCUED, DriftPlan, 
                             merge_seen, name_paths, plan_drift, skip_hint)
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.types import StructType
 
 #: how many files a failed read (or a failOnNewColumns error) probes one by one to name them
@@ -167,7 +167,8 @@ _TEXT_OPTIONS = ("linesep", "pathglobfilter", "recursivefilelookup", "ignorecorr
 def one_pass(fmt: str, mode: str, opts: dict[str, str], known: "StructType | None") -> bool:
     """Whether a read can skip the inference pass: JSON lines under a known schema in mode
     ``rescue`` or ``none`` (their columns do not depend on what the files hold), UTF-8, not
-    ``multiLine``.  The other modes need the new columns (and their types) before the read.
+    ``multiLine``, no ``allow...`` parser feature (``json_object_keys`` parses strict JSON).
+    The other modes need the new columns (and their types) before the read.
 
     >>> one_pass("json", "rescue", {}, None), one_pass("csv", "rescue", {}, None)
     (False, False)
@@ -175,6 +176,7 @@ def one_pass(fmt: str, mode: str, opts: dict[str, str], known: "StructType | Non
     low = {k.lower(): str(v).strip().lower() for k, v in opts.items()}
     return (fmt == "json" and mode in ("rescue", "none") and known is not None
             and low.get("multiline", "false") != "true"
+            and not any(k.startswith("allow") and v == "true" for k, v in low.items())
             and low.get("encoding", low.get("charset", "utf-8")).replace("-", "") == "utf8")
 
 
@@ -186,6 +188,48 @@ def _sql_str(text: str) -> str:
 def _sql_name(name: str) -> str:
     """A Spark SQL identifier."""
     return "`" + name.replace("`", "``") + "`"
+
+
+def _sql_type(t: Any) -> str:
+    """A Spark data type as SQL text (field names quoted, unlike ``simpleString``)."""
+    from pyspark.sql.types import ArrayType, MapType, StructType
+    if isinstance(t, StructType):
+        return "struct<" + ",".join(f"{_sql_name(f.name)}:{_sql_type(f.dataType)}"
+                                    for f in t.fields) + ">"
+    if isinstance(t, ArrayType):
+        return f"array<{_sql_type(t.elementType)}>"
+    if isinstance(t, MapType):
+        return f"map<{_sql_type(t.keyType)},{_sql_type(t.valueType)}>"
+    return str(t.simpleString())
+
+
+def _pair(key: str, value: str) -> str:
+    """One ``_rescued_data`` entry as SQL: ``key`` (a name) and ``value`` (SQL text)."""
+    return f"named_struct('k', {_sql_str(key)}, 'v', {value})"
+
+
+#: an empty list of ``_rescued_data`` entries
+_NO_PAIRS = "CAST(array() AS array<struct<k:string,v:string>>)"
+
+
+def _kept_sql(bad: dict[str, tuple[str, str]], raw: str, more: Sequence[str] = ()) -> str:
+    """The ``_rescued_data`` entries of a row, as SQL: each typed column whose value did not
+    fit (``bad``: name -> (condition, raw value)), ``more`` entries, and the raw record when
+    Spark could not parse it whole and no single value explains why."""
+    any_bad = " OR ".join(f"coalesce({b}, false)" for b, _ in bad.values()) or "false"
+    pairs = [f"CASE WHEN {b} THEN {_pair(n, v)} END" for n, (b, v) in bad.items()]
+    pairs += list(more)
+    pairs.append(f"CASE WHEN {raw} IS NOT NULL AND NOT ({any_bad}) THEN "
+                 f"{_pair(CORRUPT_KEY, raw)} END")
+    return f"CAST(filter(array({', '.join(pairs)}), x -> x IS NOT NULL) AS " \
+           "array<struct<k:string,v:string>>)"
+
+
+def _rescued_sql(kept: str) -> str:
+    """``_rescued_data`` from a column of entries: their JSON object with the file's path, or
+    null when there are none."""
+    return (f"CASE WHEN size({kept}) > 0 THEN to_json(map_from_entries(concat({kept}, "
+            f"array({_pair(FILE_KEY, 'input_file_name()')})))) END AS {_sql_name(RESCUED)}")
 
 
 def _read_one_pass(spark: "SparkSession", files: Sequence[FileEntry], listing: Any,
@@ -214,8 +258,6 @@ def _read_one_pass(spark: "SparkSession", files: Sequence[FileEntry], listing: A
     data = [(n, t) for n, t in fields if n.lower() not in parts]
     schema = _struct(data + [(CORRUPT, StringType())])
     names = "CAST(array(" + ", ".join(_sql_str(n) for n, _ in data) + ") AS array<string>)"
-    kv = "array<struct<k:string,v:string>>"
-    none = f"CAST(array() AS {kv})"
     keep = [_sql_name(c) for c in parts.values()]
     elems = f"from_json(value, 'array<string>', {json_opts})"
     rows = text.selectExpr(  # blank lines are no rows, as in Spark's JSON reader
@@ -230,21 +272,18 @@ def _read_one_pass(spark: "SparkSession", files: Sequence[FileEntry], listing: A
         return f"_sm_row.{_sql_name(name)}"
     raw = col(CORRUPT)
     raw_map = f"from_json(_sm_line, 'map<string,string>', {json_opts})"
-    bad = {n: f"({raw} IS NOT NULL AND {col(n)} IS NULL AND "
-              f"{raw_map}[{_sql_str(n)}] IS NOT NULL)" for n, _ in data}
-    any_bad = " OR ".join(f"coalesce({b}, false)" for b in bad.values()) or "false"
-    pairs = [f"CASE WHEN {b} THEN named_struct('k', {_sql_str(n)}, 'v', "
-             f"{raw_map}[{_sql_str(n)}]) END" for n, b in bad.items()]
-    pairs.append(f"CASE WHEN {raw} IS NOT NULL AND NOT ({any_bad}) THEN "
-                 f"named_struct('k', {_sql_str(CORRUPT_KEY)}, 'v', {raw}) END")
+    bad = {n: (f"({raw} IS NOT NULL AND {col(n)} IS NULL AND "
+               f"{raw_map}[{_sql_str(n)}] IS NOT NULL)", f"{raw_map}[{_sql_str(n)}]")
+           for n, _ in data}
     new_keys = (f"coalesce(filter(_sm_keys, k -> NOT array_contains({names}, k)), "
                 "CAST(array() AS array<string>))")
     extra = (f"CASE WHEN size({new_keys}) > 0 THEN CAST(map_entries(map_filter({raw_map}, "
-             f"(k, v) -> v IS NOT NULL AND NOT array_contains({names}, k))) AS {kv}) END")
-    cols = [f"CAST({_sql_name(parts[n.lower()])} AS {t.simpleString()}) AS {_sql_name(n)}"
+             f"(k, v) -> v IS NOT NULL AND NOT array_contains({names}, k))) AS "
+             f"array<struct<k:string,v:string>>) END")
+    cols = [f"CAST({_sql_name(parts[n.lower()])} AS {_sql_type(t)}) AS {_sql_name(n)}"
             if n.lower() in parts else f"{col(n)} AS {_sql_name(n)}" for n, t in fields]
     mismatched = "filter(array(" + ", ".join(
-        f"CASE WHEN {b} THEN {_sql_str(n)} END" for n, b in bad.items()) + \
+        f"CASE WHEN {b} THEN {_sql_str(n)} END" for n, (b, _) in bad.items()) + \
         "), x -> x IS NOT NULL)" if bad else "CAST(array() AS array<string>)"
     named = [_sql_name(n) for n, _ in fields]
     internal = [_sql_name(CORRUPT), "_sm_new", "_sm_bad", "_sm_seen"]
@@ -252,12 +291,8 @@ def _read_one_pass(spark: "SparkSession", files: Sequence[FileEntry], listing: A
         *cols, f"{raw} AS {_sql_name(CORRUPT)}", f"{new_keys} AS _sm_new",
         f"{mismatched} AS _sm_bad",
         f"filter(_sm_keys, k -> array_contains({names}, k)) AS _sm_seen",
-        f"concat(CAST(filter(array({', '.join(pairs)}), x -> x IS NOT NULL) AS {kv}), "
-        f"coalesce({extra}, {none})) AS _sm_kept").selectExpr(
-        *named, *internal,
-        f"CASE WHEN size(_sm_kept) > 0 THEN to_json(map_from_entries(concat(_sm_kept, "
-        f"array(named_struct('k', {_sql_str(FILE_KEY)}, 'v', input_file_name()))))) END "
-        f"AS {_sql_name(RESCUED)}")
+        f"concat({_kept_sql(bad, raw)}, coalesce({extra}, {_NO_PAIRS})) AS _sm_kept"
+    ).selectExpr(*named, *internal, _rescued_sql("_sm_kept"))
     plan = plan_drift(fields_of(known), fields_of(known) or [], mode)
     observed, counts = _count(spark, df, plan, seen=True)
     out = [n for n, _ in fields] + ([RESCUED] if plan.rescue else [])
@@ -298,12 +333,11 @@ def _read_group(spark: "SparkSession", fmt: str, group: Sequence[FileEntry], lis
                 types: dict[str, Any], load: Callable[..., "DataFrame"],
                 inferred: "DataFrame | None" = None) -> "DataFrame":
     """One group's rows: the planned columns typed, the extra ones rescued, the raw record
-    re-read where Spark could not convert a value.
+    re-read where Spark could not convert a value (SQL text: one py4j call per expression).
 
     JSON whose inferred columns are exactly the ones to read (the common case: no drift) reuses
     the inference's DataFrame instead of loading the files again under the same schema (on an
     object store that second load costs a status request or two per file)."""
-    from pyspark.sql import functions as F
     from pyspark.sql.types import StringType
     typed = {n.lower(): n for n, _ in plan.columns}
     extra = {n.lower(): n for n in plan.extra}
@@ -318,61 +352,47 @@ def _read_group(spark: "SparkSession", fmt: str, group: Sequence[FileEntry], lis
     if fmt == "csv":
         opts["enforceSchema"] = "true"
     if fmt == "json" and inferred is not None and _same_columns(seen, read_cols):
-        df = inferred if CORRUPT in inferred.columns else inferred.withColumn(
-            CORRUPT, F.lit(None).cast(StringType()))
+        df = inferred if CORRUPT in inferred.columns else inferred.selectExpr(
+            "*", f"CAST(NULL AS STRING) AS {_sql_name(CORRUPT)}")
     else:
         df = load(spark, fmt, group, listing, opts, schema)
     have = {c.lower(): c for c in df.columns}
-    raw = F.col(CORRUPT)
+    raw = _sql_name(CORRUPT)
     if fmt == "json":
-        parsed = F.from_json(raw, "map<string,string>")
-
-        def raw_value(name: str) -> "Column":
-            return parsed.getItem(name)
+        def raw_value(name: str) -> str:
+            return f"from_json({raw}, 'map<string,string>')[{_sql_str(name)}]"
     else:
         names = [n for n, _ in read_cols if n.lower() not in
                  {c.lower() for c in _partition_names(listing, group, seen, fmt)}]
-        csv_opts = {k: v for k, v in permissive.items()
-                    if k.lower() in ("sep", "delimiter", "quote", "escape", "nullvalue",
-                                     "ignoreleadingwhitespace", "ignoretrailingwhitespace")}
-        parsed = F.from_csv(raw, ", ".join(f"`{n}` STRING" for n in names), csv_opts or None)
+        csv_opts = "".join(
+            f", {_sql_str(k)}, {_sql_str(str(v))}" for k, v in permissive.items()
+            if k.lower() in ("sep", "delimiter", "quote", "escape", "nullvalue",
+                             "ignoreleadingwhitespace", "ignoretrailingwhitespace"))
+        args = _sql_str(", ".join(f"{_sql_name(n)} STRING" for n in names)) + (
+            f", map({csv_opts[2:]})" if csv_opts else "")  # map() would be map<void,void>
 
-        def raw_value(name: str) -> "Column":
-            return parsed.getField(name) if name in names else F.lit(None).cast("string")
-    pairs = []
-    mismatched = []
+        def raw_value(name: str) -> str:
+            return (f"from_csv({raw}, {args}).{_sql_name(name)}" if name in names
+                    else "CAST(NULL AS STRING)")
+    null_value = _sql_str(str(permissive.get("nullValue", "")))
+    bad = {}
     for low, name in typed.items():
         if low not in have:
             continue
-        col = F.col(have[low])
         value = raw_value(have[low])
-        bad = raw.isNotNull() & col.isNull() & value.isNotNull()
+        cond = f"{raw} IS NOT NULL AND {_sql_name(have[low])} IS NULL AND {value} IS NOT NULL"
         if fmt == "csv":
-            bad = bad & (value != F.lit(permissive.get("nullValue", "")))
-        mismatched.append(bad)
-        pairs.append(F.when(bad, F.struct(F.lit(name).alias("k"), value.alias("v"))))
-    for low, name in extra.items():
-        if low in have:
-            col = F.col(have[low])
-            pairs.append(F.when(col.isNotNull(), F.struct(F.lit(name).alias("k"),
-                                                          col.cast("string").alias("v"))))
-    any_mismatch = F.lit(False)
-    for m in mismatched:
-        any_mismatch = any_mismatch | F.coalesce(m, F.lit(False))
-    pairs.append(F.when(raw.isNotNull() & ~any_mismatch,
-                        F.struct(F.lit(CORRUPT_KEY).alias("k"), raw.alias("v"))))
-    kept = F.filter(F.array(*pairs), lambda x: x.isNotNull())
-    file_pair = F.array(F.struct(F.lit(FILE_KEY).alias("k"),
-                                 F.input_file_name().alias("v")))
-    rescued = F.when(F.size(kept) > 0,
-                     F.to_json(F.map_from_entries(F.concat(kept, file_pair))))
-    cols = []
-    for n, _ in plan.columns:
-        if n.lower() in have:
-            cols.append(F.col(have[n.lower()]).cast(types[n.lower()]).alias(n))
-        else:
-            cols.append(F.lit(None).cast(types[n.lower()]).alias(n))
-    return df.select(*cols, raw.alias(CORRUPT), rescued.alias(RESCUED))
+            cond += f" AND {value} != {null_value}"
+        bad[name] = (f"({cond})", value)
+    more = [f"CASE WHEN {_sql_name(have[low])} IS NOT NULL THEN "
+            f"{_pair(name, f'CAST({_sql_name(have[low])} AS STRING)')} END"
+            for low, name in extra.items() if low in have]
+    cols = [f"CAST({_sql_name(have[n.lower()])} AS {_sql_type(types[n.lower()])}) AS "
+            f"{_sql_name(n)}" if n.lower() in have else
+            f"CAST(NULL AS {_sql_type(types[n.lower()])}) AS {_sql_name(n)}"
+            for n, _ in plan.columns]
+    return df.selectExpr(*cols, raw, f"{_kept_sql(bad, raw, more)} AS _sm_kept").selectExpr(
+        *[_sql_name(n) for n, _ in plan.columns], raw, _rescued_sql("_sm_kept"))
 
 
 def _same_columns(seen: "StructType", read_cols: Sequence[tuple[str, Any]]) -> bool:
