@@ -4,7 +4,10 @@ N new JSON files (default 200 files of 500 rows) read by a bookmarked source and
 of ``--repeat`` warm runs each, in one local Spark session: Spark's own ``mode=FAILFAST`` (one
 pass: the count) against the default ``schemaEvolution=rescue`` (schema inference over the new
 files, then the count, which also delivers the rescued/malformed counts), each timed up to and
-including its commit. Each run has its own state store, so every run reads the same new files.
+including its commit; then both again with a ``schema`` given (as every run after the first
+has a known schema: ``rescue`` still infers the new files' columns, to find new ones). Each run
+has its own state store, so every run reads the same new files.  Prints a table and writes
+benchmarks/results/drift.json.
 
     .venv/bin/python benchmarks/drift.py --files 200 --rows 500 --repeat 3
 """
@@ -39,9 +42,13 @@ def main() -> None:
             os.utime(p, ns=((t0 + i) * 1_000_000,) * 2)
         best: dict[str, float] = {}
         for rnd in range(args.repeat + 1):  # the first round warms the JVM up
-            for name, opts in (("FAILFAST", {"mode": "FAILFAST"}), ("rescue", {})):
-                job = Job(spark, state=f"sqlite:///{root}/{name}{rnd}.db").init(
-                    name, {"job_bookmark_option": "job-bookmark-enable"})
+            schema = {"schema": "id BIGINT, amount DOUBLE, note STRING"}
+            for i, (name, opts) in enumerate((
+                    ("FAILFAST", {"mode": "FAILFAST"}), ("rescue", {}),
+                    ("FAILFAST, schema given", {"mode": "FAILFAST", **schema}),
+                    ("rescue, schema given", schema))):
+                job = Job(spark, state=f"sqlite:///{root}/{i}-{rnd}.db").init(
+                    "drift", {"job_bookmark_option": "job-bookmark-enable"})
                 start = time.perf_counter()
                 n = job.read.files(f"{root}/in", transformation_ctx="src", options=opts).count()
                 job.commit()
@@ -49,8 +56,20 @@ def main() -> None:
                 assert n == args.files * args.rows
                 best[name] = min(best.get(name, took), took)
         for name, took in best.items():
-            print(f"{name:>9}: {took:6.2f} s  ({args.files} files, {args.files * args.rows} rows)")
-        print(f"load average: {os.getloadavg()}")
+            print(f"{name:>22}: {took:6.2f} s  ({args.files} files, "
+                  f"{args.files * args.rows} rows)")
+        ratios = {"rescue / FAILFAST": round(best["rescue"] / best["FAILFAST"], 2),
+                  "rescue / FAILFAST, schema given": round(
+                      best["rescue, schema given"] / best["FAILFAST, schema given"], 2)}
+        print(ratios, f"load average: {os.getloadavg()}")
+        import pyspark
+        out = {"files": args.files, "rows": args.rows, "repeat": args.repeat,
+               "best_s": {k: round(v, 3) for k, v in best.items()}, "ratios": ratios,
+               "machine": {"cores": os.cpu_count(), "load_average_end": os.getloadavg(),
+                           "pyspark": pyspark.__version__}}
+        with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "results",
+                               "drift.json"), "w") as fh:
+            json.dump(out, fh, indent=1)
     finally:
         shutil.rmtree(root, ignore_errors=True)
 

@@ -306,88 +306,9 @@ def test_counts_ride_on_the_jobs_own_action_or_are_taken_at_commit(spark, sqlite
     assert config["sources"]["src"]["rescued_records"] == 1  # in the ledger too
 
 
-# a second run's files: a new column, type changes, an unparseable line, blank lines, a line
-# that is a JSON array of objects, nested values, a row without amount, a known column missing
-DRIFTED = ('{"id": 1, "amount": 30, "note": "x"}\n\n  \n{"id": "2x", "amount": 30.5}\n'
-           '{"id": 3\n[{"id": 4}, {"id": 5, "amount": 6}]\n{"id": 7, "amount": "40"}\n'
-           '{"id": 8, "n": null, "o": 1.5}\n{"amount": 2}\n')
-
-
-def _paths_read(spark, src: Path, mode: str, one_pass: bool, monkeypatch):
-    """``read_drift`` over ``src``'s files under a known schema, by the one-pass read or (forced)
-    by the inference path: sorted rows and the report at commit."""
-    from pyspark.sql.types import StructType
-
-    from sparkmark.planning.listing import FileEntry
-    from sparkmark.sources import drift, files
-    if not one_pass:
-        monkeypatch.setattr(drift, "one_pass", lambda *a: False)
-    entries = [FileEntry(0, f"file:{p}", p.stat().st_size) for p in sorted(src.rglob("*.json"))]
-    known = StructType.fromJson({"type": "struct", "fields": [
-        {"name": n, "type": t, "nullable": True, "metadata": {}}
-        for n, t in (("id", "long"), ("amount", "long"), ("gone", "string"))]})
-    df, plan, counts = drift.read_drift(spark, "json", entries, files.Listing(), {}, None,
-                                        known, mode, load=files.load)
-    rows = sorted((tuple(r) for r in df.collect()), key=repr)
-    monkeypatch.undo()
-    return df.columns, rows, {**plan.info(), **counts()}
-
-
-@pytest.mark.parametrize("mode", ["rescue", "none"])
-def test_the_one_pass_read_returns_what_the_inference_path_returns(spark, tmp_path, mode,
-                                                                   monkeypatch):
-    """Modes rescue and none under a known schema read JSON lines once (no inference pass);
-    they return the same columns, rows, ``_rescued_data`` and ledger report as the inference
-    path on files full of drift."""
-    src = tmp_path / "in"
-    put(src, "a.json", DRIFTED, 0)
-    put(src, "b.json", '{"id": 9, "amount": 1, "note": "y"}\n', 0)
-    one = _paths_read(spark, src, mode, True, monkeypatch)
-    two = _paths_read(spark, src, mode, False, monkeypatch)
-    assert one == two
-    cols, rows, report = one
-    assert cols == ["id", "amount", "gone"] + (["_rescued_data"] if mode == "rescue" else [])
-    assert report["new_columns"] == ["n", "note", "o"]
-    assert report["changed_columns"] == ["amount: bigint -> string", "id: bigint -> string"]
-    assert report["missing_columns"] == ["gone"]
-    assert report["malformed_records"] == 3  # the "2x"/30.5 row, the "40" row, the cut line
-    assert [r[0] for r in rows].count(None) == 3 and {4, 5, 7, 8, 9} <= {r[0] for r in rows}
-
-
-def test_a_steady_json_run_starts_no_spark_job_before_the_action(spark, sqlite_url, clock,
-                                                                 tmp_path):
-    """The default (rescue) on a second run: no inference job when the DataFrame is made (the
-    first run, with nothing known, infers); a key that differs from a known column only in
-    case is rescued (Spark's JSON parser would drop its value) and counted."""
-    from sparkmark.compat import is_connect
-    if is_connect(spark):
-        pytest.skip("job groups are a classic-session API")
-    src = tmp_path / "in"
-    put(src, "a.json", FILES["json"][0], clock.now - 5 * MIN)
-    job, cols, rows = read(spark, sqlite_url, clock, src, "json", None)
-    job.commit()
-    clock.advance(10 * MIN)
-    put(src, "b.json", '{"id": 2, "amount": 3}\n{"ID": 4, "amount": 5}\n', clock.now - 5 * MIN)
-    sc = spark.sparkContext
-    sc.setJobGroup("sparkmark-read", "the read")
-    try:
-        job = Job(spark, state=sqlite_url, clock=clock).init("orders", EN)
-        df = job.read.files(str(src), format="json", transformation_ctx="src")
-        jobs = list(sc.statusTracker().getJobIdsForGroup("sparkmark-read"))
-    finally:
-        sc.setJobGroup("", "")
-    assert jobs == []
-    rows = sorted((r.asDict() for r in df.collect()), key=lambda r: r["amount"])
-    assert [(r["id"], r["amount"]) for r in rows] == [(2, 3), (None, 5)]
-    assert rescued(rows[1])["ID"] == "4" and rows[0]["_rescued_data"] is None
-    job.commit()
-    assert job.reads["src"]["rescued_records"] == 1
-    assert "new_columns" not in job.reads["src"]  # "ID" is the known "id" (as before)
-
-
-def test_parser_options_are_honoured_by_either_read(spark, sqlite_url, clock, tmp_path):
-    """An ``allow...`` parser option (here single quotes) reads through the inference path,
-    since ``json_object_keys`` parses strict JSON: the new column is still rescued."""
+def test_parser_options_apply_to_the_drift_read(spark, sqlite_url, clock, tmp_path):
+    """A JSON parser option (here single quotes) applies to the inference and the typed read:
+    a later file's new column is rescued and reported."""
     src = tmp_path / "in"
     put(src, "a.json", "{'id': 1, 'amount': 30}\n", clock.now - 5 * MIN)
     job, cols, rows = read(spark, sqlite_url, clock, src, "json", None, allowSingleQuotes="true")

@@ -2,8 +2,6 @@
 
 The decisions are pure (:mod:`sparkmark.schema_drift`); this module only asks Spark:
 
-0. JSON lines under a known schema in mode ``rescue`` or ``none`` skip steps 1-3: one read
-   (:func:`_read_one_pass`), the columns met observed on the job's action like the counts.
 1. *See* the new files' columns: Spark's own inference over them (JSON: one pass over the new
    files; CSV: the header of each file, plus a pass when ``inferSchema=true``).  CSV files are
    grouped by header line, so a file whose header gained, lost or reordered columns is read
@@ -124,9 +122,6 @@ def read_drift(spark: "SparkSession", fmt: str, files: Sequence[FileEntry], list
         if plan.rescue:
             cols.append((RESCUED, StringType()))
         return load(spark, fmt, files, listing, opts, _struct(cols)), plan, dict
-    if one_pass(fmt, mode, opts, base_known):
-        assert base_known is not None
-        return _read_one_pass(spark, files, listing, permissive, base_known, mode, load)
     groups = _groups(spark, fmt, files, opts)
     seen_struct: list["StructType"] = []
     inferred: list["DataFrame"] = []
@@ -159,27 +154,6 @@ def read_drift(spark: "SparkSession", fmt: str, files: Sequence[FileEntry], list
     return observed.select(*out), plan, counts
 
 
-#: reader options that apply to the lines, not to the JSON in them (the one-pass read's text reader)
-_TEXT_OPTIONS = ("linesep", "pathglobfilter", "recursivefilelookup", "ignorecorruptfiles",
-                 "ignoremissingfiles", "modifiedbefore", "modifiedafter", "basepath")
-
-
-def one_pass(fmt: str, mode: str, opts: dict[str, str], known: "StructType | None") -> bool:
-    """Whether a read can skip the inference pass: JSON lines under a known schema in mode
-    ``rescue`` or ``none`` (their columns do not depend on what the files hold), UTF-8, not
-    ``multiLine``, no ``allow...`` parser feature (``json_object_keys`` parses strict JSON).
-    The other modes need the new columns (and their types) before the read.
-
-    >>> one_pass("json", "rescue", {}, None), one_pass("csv", "rescue", {}, None)
-    (False, False)
-    """
-    low = {k.lower(): str(v).strip().lower() for k, v in opts.items()}
-    return (fmt == "json" and mode in ("rescue", "none") and known is not None
-            and low.get("multiline", "false") != "true"
-            and not any(k.startswith("allow") and v == "true" for k, v in low.items())
-            and low.get("encoding", low.get("charset", "utf-8")).replace("-", "") == "utf8")
-
-
 def _sql_str(text: str) -> str:
     """A Spark SQL string literal."""
     return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
@@ -208,10 +182,6 @@ def _pair(key: str, value: str) -> str:
     return f"named_struct('k', {_sql_str(key)}, 'v', {value})"
 
 
-#: an empty list of ``_rescued_data`` entries
-_NO_PAIRS = "CAST(array() AS array<struct<k:string,v:string>>)"
-
-
 def _kept_sql(bad: dict[str, tuple[str, str]], raw: str, more: Sequence[str] = ()) -> str:
     """The ``_rescued_data`` entries of a row, as SQL: each typed column whose value did not
     fit (``bad``: name -> (condition, raw value)), ``more`` entries, and the raw record when
@@ -230,102 +200,6 @@ def _rescued_sql(kept: str) -> str:
     null when there are none."""
     return (f"CASE WHEN size({kept}) > 0 THEN to_json(map_from_entries(concat({kept}, "
             f"array({_pair(FILE_KEY, 'input_file_name()')})))) END AS {_sql_name(RESCUED)}")
-
-
-def _read_one_pass(spark: "SparkSession", files: Sequence[FileEntry], listing: Any,
-                   permissive: dict[str, str], known: "StructType", mode: str,
-                   load: Callable[..., "DataFrame"]
-                   ) -> tuple["DataFrame", DriftPlan, Callable[[], dict[str, Any]]]:
-    """JSON lines read once as text: each line parsed under the known schema (``from_json``,
-    Spark's own JSON parser and options) and its keys listed (``json_object_keys``), so values
-    that do not fit are rescued as in :func:`_read_group`, and what the run met (new, missing
-    and changed columns) is observed on the job's own action, reported at commit.  A line
-    holding a JSON array of objects is one row per object, as Spark's JSON reader makes it.
-    The expressions are SQL text: one py4j call each, where building them as Columns took
-    ~1,500 round trips (0.2 s) per run.
-
-    Unlike the inference path, a key that differs from a known column only in case is
-    rescued: Spark's JSON parser matches names exactly, so its value would be lost."""
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import StringType
-    text_opts = {k: v for k, v in permissive.items() if k.lower() in _TEXT_OPTIONS}
-    json_options = {k: str(v) for k, v in permissive.items() if k.lower() not in _TEXT_OPTIONS}
-    json_opts = "map(" + ", ".join(
-        f"{_sql_str(k)}, {_sql_str(v)}" for k, v in json_options.items()) + ")"
-    text = load(spark, "text", files, listing, text_opts, None)
-    parts = {c.lower(): c for c in text.columns if c != "value"}
-    fields = [(f.name, f.dataType) for f in known.fields]
-    data = [(n, t) for n, t in fields if n.lower() not in parts]
-    schema = _struct(data + [(CORRUPT, StringType())])
-    names = "CAST(array(" + ", ".join(_sql_str(n) for n, _ in data) + ") AS array<string>)"
-    keep = [_sql_name(c) for c in parts.values()]
-    elems = f"from_json(value, 'array<string>', {json_opts})"
-    rows = text.selectExpr(  # blank lines are no rows, as in Spark's JSON reader
-        "explode(CASE WHEN value RLIKE '^\\\\s*$' THEN CAST(array() AS array<string>) "
-        f"WHEN ltrim(value) LIKE '[%' AND forall({elems}, e -> ltrim(e) LIKE '{{%') "
-        f"THEN {elems} ELSE array(value) END) AS _sm_line", *keep)
-    typed = rows.select(  # a Column: Spark 3.5's SQL from_json takes no JSON-form schema
-        F.from_json(F.col("_sm_line"), schema, json_options).alias("_sm_row"),
-        F.expr("json_object_keys(_sm_line) AS _sm_keys"), "_sm_line", *parts.values())
-
-    def col(name: str) -> str:
-        return f"_sm_row.{_sql_name(name)}"
-    raw = col(CORRUPT)
-    raw_map = f"from_json(_sm_line, 'map<string,string>', {json_opts})"
-    bad = {n: (f"({raw} IS NOT NULL AND {col(n)} IS NULL AND "
-               f"{raw_map}[{_sql_str(n)}] IS NOT NULL)", f"{raw_map}[{_sql_str(n)}]")
-           for n, _ in data}
-    new_keys = (f"coalesce(filter(_sm_keys, k -> NOT array_contains({names}, k)), "
-                "CAST(array() AS array<string>))")
-    extra = (f"CASE WHEN size({new_keys}) > 0 THEN CAST(map_entries(map_filter({raw_map}, "
-             f"(k, v) -> v IS NOT NULL AND NOT array_contains({names}, k))) AS "
-             f"array<struct<k:string,v:string>>) END")
-    cols = [f"CAST({_sql_name(parts[n.lower()])} AS {_sql_type(t)}) AS {_sql_name(n)}"
-            if n.lower() in parts else f"{col(n)} AS {_sql_name(n)}" for n, t in fields]
-    mismatched = "filter(array(" + ", ".join(
-        f"CASE WHEN {b} THEN {_sql_str(n)} END" for n, (b, _) in bad.items()) + \
-        "), x -> x IS NOT NULL)" if bad else "CAST(array() AS array<string>)"
-    named = [_sql_name(n) for n, _ in fields]
-    internal = [_sql_name(CORRUPT), "_sm_new", "_sm_bad", "_sm_seen"]
-    df = typed.selectExpr(
-        *cols, f"{raw} AS {_sql_name(CORRUPT)}", f"{new_keys} AS _sm_new",
-        f"{mismatched} AS _sm_bad",
-        f"filter(_sm_keys, k -> array_contains({names}, k)) AS _sm_seen",
-        f"concat({_kept_sql(bad, raw)}, coalesce({extra}, {_NO_PAIRS})) AS _sm_kept"
-    ).selectExpr(*named, *internal, _rescued_sql("_sm_kept"))
-    plan = plan_drift(fields_of(known), fields_of(known) or [], mode)
-    observed, counts = _count(spark, df, plan, seen=True)
-    out = [n for n, _ in fields] + ([RESCUED] if plan.rescue else [])
-
-    def report() -> dict[str, Any]:
-        got = counts()
-        seen = {n.lower() for keys_ in got.pop("seen") for n in keys_} | set(parts)
-        new_all = sorted({n for keys_ in got.pop("new") for n in keys_})
-        seen |= {n.lower() for n in new_all}
-        bad_cols = {n for cols_ in got.pop("bad") for n in cols_}
-        known_low = {n.lower() for n, _ in data}
-        new = {n.lower(): n for n in new_all if n.lower() not in known_low}  # as plan_drift
-        missing = [n for n, _ in fields if n.lower() not in seen]
-        changed = [c for c in _seen_types(spark, files, listing, permissive, known, mode, load)
-                   if c[0] in bad_cols] if bad_cols else []
-        info = {k: v for k, v in (("new_columns", sorted(new.values(), key=str.lower)),
-                                  ("changed_columns", [f"{n}: {k} -> {s}"
-                                                       for n, k, s in changed]),
-                                  ("missing_columns", missing)) if v}
-        return {**got, **info}
-    return observed.select(*out), plan, report
-
-
-def _seen_types(spark: "SparkSession", files: Sequence[FileEntry], listing: Any,
-                permissive: dict[str, str], known: "StructType", mode: str,
-                load: Callable[..., "DataFrame"]) -> tuple[tuple[str, str, str], ...]:
-    """The known columns whose type Spark infers differently in ``files`` (a pass over them,
-    made only by runs where values did not fit)."""
-    try:
-        inferred = load(spark, "json", files, listing, permissive, None).schema
-    except SourceError:  # e.g. keys differing only in case: no type to name
-        return tuple((f.name, f.dataType.simpleString(), "?") for f in known.fields)
-    return plan_drift(fields_of(known), fields_of(inferred) or [], mode).changed
 
 
 def _read_group(spark: "SparkSession", fmt: str, group: Sequence[FileEntry], listing: Any,
@@ -421,26 +295,20 @@ def known_json(df: "DataFrame") -> str:
     return _struct([(f.name, f.dataType) for f in df.schema.fields if f.name != RESCUED]).json()
 
 
-def _count(spark: "SparkSession", df: "DataFrame", plan: DriftPlan, seen: bool = False
+def _count(spark: "SparkSession", df: "DataFrame", plan: DriftPlan
            ) -> tuple["DataFrame", Callable[[], dict[str, Any]]]:
     """Rows with values that did not fit, and rows Spark could not parse whole:
     ``(df to return, counts())``.  Classic sessions observe them on the job's own action;
-    ``counts()`` aggregates once over ``df`` when no action delivered them.  ``seen`` (the
-    one-pass read): also the key lists of ``_sm_seen``, ``_sm_new`` and ``_sm_bad``, as
-    ``seen``, ``new`` and ``bad`` (each a list of the distinct lists)."""
+    ``counts()`` aggregates once over ``df`` when no action delivered them."""
     from pyspark.sql import functions as F
 
     from ..compat import is_connect
     key = "rescued_records" if plan.rescue else "dropped_records"
-    lists = ("seen", "new", "bad") if seen else ()
     metrics = (F.expr(f"count({_sql_name(RESCUED)}) AS r"),
-               F.expr(f"count({_sql_name(CORRUPT)}) AS m"),
-               # as JSON text: Spark 3.5's Observation hands arrays over as Java objects
-               *[F.expr(f"to_json(collect_set(array_sort(_sm_{n}))) AS {n}") for n in lists])
+               F.expr(f"count({_sql_name(CORRUPT)}) AS m"))
 
     def result(row: Any) -> dict[str, Any]:
-        return {"malformed_records": int(row["m"]), key: int(row["r"]),
-                **{n: json.loads(row[n] or "[]") for n in lists}}
+        return {"malformed_records": int(row["m"]), key: int(row["r"])}
 
     def aggregate() -> dict[str, Any]:
         return result(df.agg(*metrics).collect()[0])
