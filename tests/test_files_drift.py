@@ -319,3 +319,22 @@ def test_parser_options_apply_to_the_drift_read(spark, sqlite_url, clock, tmp_pa
     assert [(r["id"], r["amount"], rescued(r).get("note")) for r in rows] == [(2, 3, "x")]
     job.commit()
     assert job.reads["src"]["new_columns"] == ["note"]
+
+
+def test_a_key_spelled_in_another_case_fills_the_known_column(spark, sqlite_url, clock,
+                                                              tmp_path):
+    """Names compare case-insensitively (the known spelling wins): a later file's ``ID`` fills
+    the known ``id``. Spark's JSON parser matches names exactly, so reading ``ID`` as ``id``
+    dropped its value without a trace (null, nothing rescued, nothing counted)."""
+    src = tmp_path / "in"
+    put(src, "a.json", FILES["json"][0], clock.now - 5 * MIN)
+    job, cols, rows = read(spark, sqlite_url, clock, src, "json", None)
+    job.commit()
+    clock.advance(10 * MIN)
+    put(src, "b.json", '{"ID": 2, "Amount": "3.5"}\n', clock.now - 5 * MIN)
+    job, cols, rows = read(spark, sqlite_url, clock, src, "json", None)
+    assert cols == ["amount", "id", "_rescued_data"] or cols == ["id", "amount", "_rescued_data"]
+    assert [(r["id"], r["amount"]) for r in rows] == [(2, None)]
+    assert rescued(rows[0])["amount"] == "3.5"  # the value that does not fit, as before
+    job.commit()
+    assert job.reads["src"]["rescued_records"] == 1 and "new_columns" not in job.reads["src"]

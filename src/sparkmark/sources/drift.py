@@ -104,7 +104,7 @@ def read_drift(spark: "SparkSession", fmt: str, files: Sequence[FileEntry], list
                opts: dict[str, str], user_schema: "StructType | None",
                known: "StructType | None", mode: str, *, load: Callable[..., "DataFrame"],
                job: str | None = None, ctx: str | None = None
-               ) -> tuple["DataFrame", DriftPlan, Callable[[], dict[str, Any]]]:
+               ) -> tuple["DataFrame", DriftPlan, Callable[[], dict[str, int]]]:
     """The new files as a DataFrame under the known schema (see the module docstring):
     ``(df, plan, counts)``; ``counts()`` (call it at commit, after the job's actions) gives
     ``malformed_records`` and ``rescued_records`` (``dropped_records`` in mode ``none``)."""
@@ -207,7 +207,7 @@ def _read_group(spark: "SparkSession", fmt: str, group: Sequence[FileEntry], lis
                 types: dict[str, Any], load: Callable[..., "DataFrame"],
                 inferred: "DataFrame | None" = None) -> "DataFrame":
     """One group's rows: the planned columns typed, the extra ones rescued, the raw record
-    re-read where Spark could not convert a value (SQL text: one py4j call per expression).
+    re-read where Spark could not convert a value (SQL text: one py4j call per projection).
 
     JSON whose inferred columns are exactly the ones to read (the common case: no drift) reuses
     the inference's DataFrame instead of loading the files again under the same schema (on an
@@ -218,8 +218,10 @@ def _read_group(spark: "SparkSession", fmt: str, group: Sequence[FileEntry], lis
     if fmt == "csv":  # positional: this group's own columns, in its header's order
         read_cols = [(f.name, types[f.name.lower()] if f.name.lower() in typed else StringType())
                      for f in seen.fields if f.name != CORRUPT]
-    else:
-        read_cols = [(n, types[n.lower()]) for n, _ in plan.columns] + \
+    else:  # by the files' own spelling: Spark's JSON parser matches names case-sensitively,
+        # and a key "ID" read as the known "id" would be dropped without a trace
+        spelled = {f.name.lower(): f.name for f in seen.fields if f.name != CORRUPT}
+        read_cols = [(spelled.get(n.lower(), n), types[n.lower()]) for n, _ in plan.columns] + \
                     [(n, StringType()) for n in plan.extra]
     schema = _struct(read_cols + [(CORRUPT, StringType())])
     opts = dict(permissive)
@@ -249,7 +251,7 @@ def _read_group(spark: "SparkSession", fmt: str, group: Sequence[FileEntry], lis
             return (f"from_csv({raw}, {args}).{_sql_name(name)}" if name in names
                     else "CAST(NULL AS STRING)")
     null_value = _sql_str(str(permissive.get("nullValue", "")))
-    bad = {}
+    bad: dict[str, tuple[str, str]] = {}
     for low, name in typed.items():
         if low not in have:
             continue
@@ -296,7 +298,7 @@ def known_json(df: "DataFrame") -> str:
 
 
 def _count(spark: "SparkSession", df: "DataFrame", plan: DriftPlan
-           ) -> tuple["DataFrame", Callable[[], dict[str, Any]]]:
+           ) -> tuple["DataFrame", Callable[[], dict[str, int]]]:
     """Rows with values that did not fit, and rows Spark could not parse whole:
     ``(df to return, counts())``.  Classic sessions observe them on the job's own action;
     ``counts()`` aggregates once over ``df`` when no action delivered them."""
@@ -307,10 +309,10 @@ def _count(spark: "SparkSession", df: "DataFrame", plan: DriftPlan
     metrics = (F.expr(f"count({_sql_name(RESCUED)}) AS r"),
                F.expr(f"count({_sql_name(CORRUPT)}) AS m"))
 
-    def result(row: Any) -> dict[str, Any]:
+    def result(row: Any) -> dict[str, int]:
         return {"malformed_records": int(row["m"]), key: int(row["r"])}
 
-    def aggregate() -> dict[str, Any]:
+    def aggregate() -> dict[str, int]:
         return result(df.agg(*metrics).collect()[0])
 
     if is_connect(spark):
