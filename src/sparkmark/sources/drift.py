@@ -240,12 +240,12 @@ def _read_group(spark: "SparkSession", fmt: str, group: Sequence[FileEntry], lis
     else:
         names = [n for n, _ in read_cols if n.lower() not in
                  {c.lower() for c in _partition_names(listing, group, seen, fmt)}]
-        csv_opts = "".join(
-            f", {_sql_str(k)}, {_sql_str(str(v))}" for k, v in permissive.items()
-            if k.lower() in ("sep", "delimiter", "quote", "escape", "nullvalue",
-                             "ignoreleadingwhitespace", "ignoretrailingwhitespace"))
-        args = _sql_str(", ".join(f"{_sql_name(n)} STRING" for n in names)) + (
-            f", map({csv_opts[2:]})" if csv_opts else "")  # map() would be map<void,void>
+        csv_opts = [f"{_sql_str(k)}, {_sql_str(str(v))}" for k, v in permissive.items()
+                    if k.lower() in ("sep", "delimiter", "quote", "escape", "nullvalue",
+                                     "ignoreleadingwhitespace", "ignoretrailingwhitespace")]
+        args = _sql_str(", ".join(f"{_sql_name(n)} STRING" for n in names))
+        if csv_opts:  # no empty map(): that is a map<void,void>, which from_csv refuses
+            args += f", map({', '.join(csv_opts)})"
 
         def raw_value(name: str) -> str:
             return (f"from_csv({raw}, {args}).{_sql_name(name)}" if name in names
