@@ -142,6 +142,9 @@ class Listing:
         self.dir_roots: list[str] = []       # listed directories (no trailing slash)
         self.file_roots: set[str] = set()    # files given as paths (no basePath)
         self.file_dirs: list[tuple[str, str, str]] = []  # (root, dir, one file path in it)
+        #: dir root -> how many files a full listing found under it, none excluded (a read of
+        #: that many files from the root may hand Spark the root: :func:`load`)
+        self.whole: dict[str, int] = {}
         self.mode = "full"
         self.dirs_listed = 0
         #: LIST requests made on object stores while listing (None: no store counted them)
@@ -266,6 +269,8 @@ def list_inputs(spark: "SparkSession | None", paths: Sequence[str], opts: BandOp
             out.dir_roots.append(root)
             if not patterns:
                 out.entries.extend(res.files)
+                if mode == "full":
+                    out.whole[root] = len(res.files)
                 out.file_dirs.extend((root, d, f) for d, f in res.file_dirs)
                 continue
             cut = len(root) + 1
@@ -388,10 +393,19 @@ def has_spark_avro(spark: "SparkSession") -> bool:
     return compat.has_data_source(spark, "avro")
 
 
+#: from how many files a read of every file under a root hands Spark the root (fewer: the
+#: explicit paths cost no more than the check)
+WHOLE_ROOT_MIN = 256
+
+
 def load(spark: "SparkSession", fmt: str, files: Sequence[FileEntry], listing: Listing,
          opts: dict[str, str], schema, fallback_schema=None, *,
          hint: Callable[[list[str]], str] | None = None) -> "DataFrame":
     """Read exactly ``files`` (by path); partition columns come from each root's basePath.
+
+    When ``files`` are every file a full listing found under a root (a first run, say), Spark
+    gets the root instead of the paths, if it finds the same files there
+    (:func:`sparkmark.compat.load_root`).
 
     A read that fails names the file(s) that fail (each probed alone when several were read)
     and, with ``hint``, the way out (``hint(paths)``: the ``bookmark set`` command)."""
@@ -418,7 +432,13 @@ def load(spark: "SparkSession", fmt: str, files: Sequence[FileEntry], listing: L
             reader = reader.schema(schema)
         try:
             with _serial_listing(spark, len(paths)):
-                frames.append(compat.load_paths(spark, reader, [escape_glob(p) for p in paths]))
+                frame = None
+                if base is not None and len(paths) >= WHOLE_ROOT_MIN and \
+                        listing.whole.get(base) == len(paths):  # every file under the root
+                    frame = compat.load_root(spark, reader, escape_glob(base), paths)
+                if frame is None:
+                    frame = compat.load_paths(spark, reader, [escape_glob(p) for p in paths])
+                frames.append(frame)
         except Exception as e:  # noqa: BLE001
             bad = _failing_files(spark, reader, paths) if len(paths) > 1 else paths
             named = (f"file {bad[0]}" if len(bad) == 1 else f"files {name_paths(bad)}"
