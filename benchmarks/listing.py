@@ -8,8 +8,14 @@ RSS is that scenario's alone):
   incremental run:  0.1% new files (in 3 partitions, one an old one, when partitioned), the same
                     steps from the first run's element.
 
-The read of the selected files by Spark is not included (a first run over 1,000,000 files is
-Spark's own file index work; the incremental read is the P1 benchmark's, benchmarks/files.py).
+The read of the selected files by Spark is not included in these rows (the incremental read is
+the P1 benchmark's, benchmarks/files.py).  The first run *as a whole* is compared with plain
+Spark (issue 26) in ``first_run_vs_plain``: per layout, in one subprocess, alternating,
+``--first-runs`` trials (best and median) of (a) a whole sparkmark first run (``Job.init``, the
+listing, ``job.read.files`` with a schema and ``mode=PERMISSIVE``, a ``noop`` write, the commit
+with its check of every file read and its per-file audit rows, on a SQLite store) and (b) plain
+``spark.read.schema(...).json(<root>)`` with the same ``noop`` write; both warmed up on a small
+directory first.  Goal: (a) / (b) <= 1.10.
 Reported: seconds, directories listed ("list calls": one per directory with os.scandir),
 files listed, late-file check, element bytes, and per phase the peak RSS of the driver's
 Python process and of the driver JVM (VmHWM, reset between phases through
@@ -148,6 +154,64 @@ def scenario(args) -> dict:
     return out
 
 
+def first_run_peer(args) -> dict:
+    """One subprocess: ``--first-runs`` alternating trials of a whole sparkmark first run and
+    plain Spark reading the same directory (see the module docstring)."""
+    import statistics
+    import tempfile as tf
+
+    from pyspark.sql import SparkSession
+
+    from sparkmark import Job
+    spark = (SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
+             .getOrCreate())
+    work = Path(tf.mkdtemp(prefix="sm-first-"))
+    state = f"sqlite:///{work}/state.db"
+    offset = 20 * MIN  # the run's clock: 20 minutes after the files' mtimes (none in the band)
+
+    def clock() -> int:
+        return time.time_ns() // 1_000_000 + offset
+
+    def ours(root: Path, name: str) -> float:
+        t = time.perf_counter()
+        job = Job(spark, state=state, clock=clock).init(
+            name, {"job_bookmark_option": "job-bookmark-enable"})
+        df = job.read.files(str(root), format="json", transformation_ctx="src",
+                            options={"schema": "id BIGINT", "mode": "PERMISSIVE"})
+        df.write.format("noop").mode("overwrite").save()
+        job.commit()
+        return time.perf_counter() - t
+
+    def plain(root: Path) -> float:
+        t = time.perf_counter()
+        spark.read.schema("id BIGINT").json(str(root)).write.format("noop").mode(
+            "overwrite").save()
+        return time.perf_counter() - t
+
+    warm = work / "warm"
+    make(warm, "flat", 2_000, 1)
+    for i in range(2):
+        ours(warm, f"warm{i}")
+        plain(warm)
+    root = Path(args.root)
+    a, b = [], []
+    for k in range(args.first_runs):
+        if k % 2:
+            b.append(plain(root))
+            a.append(ours(root, f"first{k}"))
+        else:
+            a.append(ours(root, f"first{k}"))
+            b.append(plain(root))
+    spark.stop()
+    subprocess.run(["rm", "-rf", str(work)])
+    return {"sparkmark_best_s": round(min(a), 3), "sparkmark_median_s": round(
+                statistics.median(a), 3), "plain_best_s": round(min(b), 3),
+            "plain_median_s": round(statistics.median(b), 3),
+            "ratio_best": round(min(a) / min(b), 2),
+            "ratio_median": round(statistics.median(a) / statistics.median(b), 2),
+            "sparkmark_runs_s": [round(x, 3) for x in a], "plain_runs_s": [round(x, 3) for x in b]}
+
+
 def add_new_files(root: Path, n: int, t0: int) -> None:
     """0.1% new files, mtime = the first run's T + 10 minutes; partitioned: in the oldest
     partition and the two newest."""
@@ -169,6 +233,8 @@ def main() -> None:
     ap.add_argument("--work", default=None, help="where the files go (default: a new "
                     "directory in /dev/shm when it exists, else the temp dir); removed after")
     ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "listing.json"))
+    ap.add_argument("--first-runs", type=int, default=7, help="trials of the whole first run "
+                    "against plain Spark reading the directory (0: skip)")
     ap.add_argument("--scenario", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--phase", default="first", help=argparse.SUPPRESS)
     ap.add_argument("--state", default=None, help=argparse.SUPPRESS)
@@ -177,11 +243,13 @@ def main() -> None:
     ap.add_argument("--t0", type=int, default=0, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.scenario:
-        print(json.dumps(scenario(args)))
+        print(json.dumps(first_run_peer(args) if args.scenario == "first-peer"
+                         else scenario(args)))
         return
     shm = "/dev/shm" if os.path.isdir("/dev/shm") else None
     work = Path(args.work or tempfile.mkdtemp(prefix="sparkmark-listing-", dir=shm))
     rows = []
+    first_peer: dict = {}
     load = os.getloadavg()
     for layout in args.layouts.split(","):
         base = work / f"{layout}-{args.n}"
@@ -212,6 +280,20 @@ def main() -> None:
                               "jvm_baseline_rss_mb": one["jvm_baseline_rss_mb"]}
             rows.append({"layout": layout, "n": args.n, "incrementalListing": inc,
                          "generate_s": round(gen, 1), **res})
+        if args.first_runs > 0:
+            for p in root.rglob("new*.json"):
+                p.unlink()
+            proc = subprocess.run([sys.executable, __file__, "--scenario", "first-peer",
+                                   "--root", str(root), "--first-runs", str(args.first_runs)],
+                                  capture_output=True, text=True)
+            if proc.returncode != 0:
+                print(proc.stderr[-3000:], file=sys.stderr)
+                raise SystemExit(1)
+            peer = json.loads(proc.stdout.strip().splitlines()[-1])
+            first_peer[layout] = peer
+            print(f"{layout}: first run, sparkmark {peer['sparkmark_median_s']} s vs plain "
+                  f"{peer['plain_median_s']} s median: {peer['ratio_median']} (best "
+                  f"{peer['ratio_best']})", flush=True)
         subprocess.run(["rm", "-rf", str(root)])
         print(json.dumps(rows[-2:]), flush=True)
     if not args.work:
@@ -239,7 +321,9 @@ def main() -> None:
     machine = {"cores": os.cpu_count(), "load_average_start": list(load),
                "load_average_end": list(os.getloadavg()), "python": platform.python_version(),
                "pyspark": pyspark.__version__, "work": str(work)}
-    out.write_text(json.dumps({"machine": machine, "load_average": load, "rows": rows},
+    out.write_text(json.dumps({"machine": machine, "load_average": load, "rows": rows,
+                               "first_run_vs_plain": {"n": args.n, "trials": args.first_runs,
+                                                      "goal_ratio_max": 1.10, **first_peer}},
                               indent=1))
 
 
