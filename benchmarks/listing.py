@@ -15,7 +15,7 @@ Spark (issue 26) in ``first_run_vs_plain``: per layout, in one subprocess, alter
 listing, ``job.read.files`` with a schema and ``mode=PERMISSIVE``, a ``noop`` write, the commit
 with its check of every file read and its per-file audit rows, on a SQLite store) and (b) plain
 ``spark.read.schema(...).json(<root>)`` with the same ``noop`` write; both warmed up on a small
-directory first.  Goal: (a) / (b) <= 1.10.
+directory first, with a 4 GB driver JVM.  Goal: (a) / (b) <= 1.10.
 Reported: seconds, directories listed ("list calls": one per directory with os.scandir),
 files listed, late-file check, element bytes, and per phase the peak RSS of the driver's
 Python process and of the driver JVM (VmHWM, reset between phases through
@@ -163,8 +163,10 @@ def first_run_peer(args) -> dict:
     from pyspark.sql import SparkSession
 
     from sparkmark import Job
+    # a driver JVM of 4 GB for both (docs/scale.md: Spark's file index of a million files
+    # does not fit the default 1 GB heap next to the read)
     spark = (SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
-             .getOrCreate())
+             .config("spark.driver.memory", "4g").getOrCreate())
     work = Path(tf.mkdtemp(prefix="sm-first-"))
     state = f"sqlite:///{work}/state.db"
     offset = 20 * MIN  # the run's clock: 20 minutes after the files' mtimes (none in the band)

@@ -274,19 +274,20 @@ def _uri_form(path: str) -> str:
 
 def load_root(spark: "SparkSession", reader: Any, root: str, paths: list[str]) -> Any | None:
     """``reader.load(root)`` when the files Spark finds under directory ``root`` are exactly
-    ``paths`` (checked in the JVM, set against set), else ``None``: the caller loads ``paths``.
+    ``paths`` (set against set), else ``None``: the caller loads ``paths``.
 
     Spark lists a directory in one call where explicit paths cost it a status and a file-index
     entry each (about 50 us per file: 1.1 s for 20,000 files against 0.2 s for their
     directory), so a run that reads every file under a root hands Spark the root.  The check
-    keeps the run's files the ones it planned: a file that arrived, left or was excluded
-    since the listing makes the sets differ, and the explicit paths are read instead.  The
-    DataFrame keeps the file index built here (Spark does not list again at the action).
-    Classic sessions only (``None`` over Spark Connect, or for a path holding a newline).
+    keeps the run's files the ones it planned: a file that arrived, left or was renamed since
+    the listing makes the sets differ, and the explicit paths are read instead.  The DataFrame
+    keeps the file index built here (Spark does not list again at the action).  Spark's paths
+    come over as one string and are compared here, not in the JVM, whose heap also holds
+    Spark's file index.  Classic sessions only (``None`` over Spark Connect).
 
     Example: ``compat.load_root(spark, spark.read.format("json"), "file:/in", paths)``
     """
-    if is_connect(spark) or spark.sparkContext._jvm is None or any("\n" in p for p in paths):
+    if is_connect(spark) or spark.sparkContext._jvm is None:
         return None
     from .jvm import java_class
     try:
@@ -294,14 +295,12 @@ def load_root(spark: "SparkSession", reader: Any, root: str, paths: list[str]) -
         files = jdf.inputFiles()
         if len(files) != len(paths):
             return None
-        split = java_class(spark, "java.util.regex.Pattern").compile("\n")
-        to_set = java_class(spark, "java.util.stream.Collectors").toSet
         # a String[] travels to no java.util method through py4j (String[] is not matched to
-        # Object[]); Hadoop's join takes one, and the JVM splits the text again
-        theirs = split.splitAsStream(java_class(spark, "org.apache.hadoop.util.StringUtils")
-                                     .join("\n", files)).collect(to_set())
-        ours = split.splitAsStream("\n".join(map(_uri_form, paths))).collect(to_set())
-        if not theirs.equals(ours):
+        # Object[]); Hadoop's join takes one.  NUL cannot be in a path.
+        theirs = set(java_class(spark, "org.apache.hadoop.util.StringUtils")
+                     .join("\0", files).split("\0"))
+        del files
+        if len(theirs) != len(paths) or not all(_uri_form(p) in theirs for p in paths):
             return None
     except Exception:  # noqa: BLE001 - anything odd: the explicit paths decide, as before
         return None
