@@ -175,3 +175,31 @@ def test_jobs_writing_a_target_are_an_index_lookup_that_an_upgrade_fills(state_u
     assert rows == [("a", "file:/out/x", f"{1:032x}"), ("b", "file:/out/x", f"{3:032x}")]
     assert _staged_run(again, "d", 6, "file:/out/x") == ["a", "b"]
     assert _staged_run(again, "b", 7, "file:/out/y") == []
+
+
+def test_a_commits_file_audit_rows_read_back_as_written(state_url):
+    """The audit rows go in through the driver's own executemany (one bind style per backend):
+    on SQLite and PostgreSQL every row reads back with its values, a path with quotes, a
+    percent sign and non-ASCII letters included, and a later lookup finds each by its hash."""
+    from sparkmark.planning.bands import path_hash
+    from sparkmark.run import FileRead
+    store = open_store(state_url)
+    start = store.begin_run("j", run_id="c" * 32, option="job-bookmark-enable", now=1,
+                            snapshot_ts=1, lease_ms=60_000, pid=1)
+    odd = "file:/in/it's 100% \"ünïcode\" ?.json"
+    read = [FileRead(f"file:/in/{i:05d}.json", i, 1_000 + i, "new") for i in range(25_000)]
+    read.append(FileRead(odd, None, None, "late"))
+    store.commit_run("j", "c" * 32, start_version=start.start_version, new_state={"x": 1},
+                     status="SUCCEEDED", now=2, files_read=[("src", read), (None, read[:3])])
+    with store.tx("rows") as conn:
+        rows = conn.exec_driver_sql(
+            "SELECT ctx, path, path_hash, size, mtime, kind, run_id, read_ts, job_name "
+            "FROM sm_files").all()
+    assert len(rows) == 25_004
+    by_ctx = {(r.ctx, r.path): r for r in rows}
+    assert by_ctx[("src", odd)][2:] == (path_hash(odd), None, None, "late", "c" * 32, 2, "j")
+    assert by_ctx[("src", "file:/in/24999.json")][2:6] == (
+        path_hash("file:/in/24999.json"), 24_999, 25_999, "new")
+    assert sorted(p for c, p in by_ctx if c == "") == [f"file:/in/{i:05d}.json" for i in range(3)]
+    found = store.files_read_before("j", "src", [odd, "file:/in/00007.json", "file:/in/x.json"])
+    assert found == {odd: {(None, None)}, "file:/in/00007.json": {(1_007, 7)}}
