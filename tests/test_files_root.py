@@ -95,8 +95,30 @@ def test_load_root_returns_the_root_only_for_exactly_the_files_spark_finds(spark
     assert compat.load_root(spark, reader, f"file:{tmp_path}/missing", paths) is None
 
 
-@pytest.mark.parametrize("path,form", [("file:/in/a.json", "file:///in/a.json"),
-                                       ("file:///in/a.json", "file:///in/a.json"),
-                                       ("s3a://b/in/a.json", "s3a://b/in/a.json")])
-def test_listed_paths_are_compared_in_spark_s_spelling(path, form):
-    assert compat._uri_form(path) == form
+@pytest.mark.parametrize("spark_paths,listed", [
+    (["file:///in/a.json"], {"file:/in/a.json"}),
+    (["file:///in/a.json", "file:///in/b.json"], {"file:/in/a.json", "file:/in/b.json"}),
+    (["s3a://b/in/a.json", "file:///in/file:///c.json"], {"s3a://b/in/a.json",
+                                                          "file:/in/file:///c.json"}),
+    (["hdfs://nn/in/a.json"], {"hdfs://nn/in/a.json"})])
+def test_spark_s_paths_are_compared_in_the_listing_s_spelling(spark_paths, listed):
+    assert compat._listed_forms("\0".join(spark_paths)) == listed
+
+
+def test_paths_group_by_the_root_they_were_listed_under():
+    """``Listing.by_base``: one root (every path under it) is one group in order; a path
+    outside it, overlapping roots or files given as paths take the per-path rule (the last
+    matching root; ``None`` for a file given as a path)."""
+    from sparkmark.sources.files import Listing
+    one = Listing()
+    one.dir_roots = ["file:/in"]
+    paths = ["file:/in/b.json", "file:/in/dt=1/a.json"]
+    assert one.by_base(paths) == {"file:/in": paths}
+    assert one.by_base(paths + ["file:/input/c.json"]) == {
+        "file:/in": paths, None: ["file:/input/c.json"]}
+    many = Listing()
+    many.dir_roots = ["file:/in", "file:/in/dt=1"]
+    many.file_roots = {"file:/x.json"}
+    assert many.by_base(paths + ["file:/x.json"]) == {
+        "file:/in": ["file:/in/b.json"], "file:/in/dt=1": ["file:/in/dt=1/a.json"],
+        None: ["file:/x.json"]}
