@@ -203,3 +203,18 @@ def test_a_commits_file_audit_rows_read_back_as_written(state_url):
     assert sorted(p for c, p in by_ctx if c == "") == [f"file:/in/{i:05d}.json" for i in range(3)]
     found = store.files_read_before("j", "src", [odd, "file:/in/00007.json", "file:/in/x.json"])
     assert found == {odd: {(None, None)}, "file:/in/00007.json": {(1_007, 7)}}
+
+
+def test_a_writing_sqlite_store_has_a_page_cache_for_large_audits(tmp_path):
+    """A writing SQLite store's connections get a 32 MB page cache (SQLite's default is 2 MB,
+    which a first run's audit index outgrows); a read-only one keeps SQLite's default."""
+    from sparkmark.state.store import SQLITE_CACHE_KIB
+    url = f"sqlite:///{tmp_path}/c.db"
+    store = open_store(url)
+    with store.tx("cache") as conn:
+        assert conn.exec_driver_sql("PRAGMA cache_size").scalar() == -SQLITE_CACHE_KIB
+    store.begin_run("j", run_id="d" * 32, option="job-bookmark-enable", now=1, snapshot_ts=1,
+                    lease_ms=60_000, pid=1)
+    reader = open_store(url, create=False)
+    with reader.tx("cache") as conn:
+        assert conn.exec_driver_sql("PRAGMA cache_size").scalar() == -2000
