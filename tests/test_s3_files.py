@@ -420,3 +420,40 @@ def test_a_rewritten_object_is_told_apart_and_ignore_reads_it_once(spark, s3, sq
     audit = Bookmarks(sqlite_url).files("rw")
     assert sorted(r["path"].rsplit("/", 1)[-1] for r in audit) == ["a.json", "b.json", "c.json"]
     assert all(r["path"].startswith("s3a://") and r["run_status"] == "SUCCEEDED" for r in audit)
+
+
+def test_a_first_run_over_a_whole_prefix_hands_spark_the_prefix(spark, s3, sqlite_url,
+                                                                now_clock):
+    """On s3a:// a run that reads every listed object (a first run over 270 objects in
+    ``dt=`` partitions) builds its scan from the prefix, not a path per object (Spark's paths
+    and the listing's are compared as Hadoop spells them on both sides), with every row and
+    the partition column; the next run reads its two new objects by path.  Over Spark Connect
+    the objects go by path (no file index to compare): the same rows."""
+    from sparkmark.sources.files import WHOLE_ROOT_MIN
+    n = WHOLE_ROOT_MIN + 14
+    keys = [f"whole/dt={i % 3}/o{i:04d}.json" for i in range(n)]
+    _put_many(s3, keys)
+    src = s3.url("whole")
+    now_clock.now = max(s3.mtime(k) for k in keys) + 5 * SEC
+    job = Job(spark, state=sqlite_url, clock=now_clock).init("orders", ENABLE)
+    df = job.read.files(src, format="json", transformation_ctx="src",
+                        options={"schema": "id BIGINT, amount DOUBLE", "mode": "PERMISSIVE"})
+    if not is_connect(spark):
+        plan = df._jdf.queryExecution().executedPlan().toString()
+        assert "InMemoryFileIndex(1 paths)" in plan, plan[:600]
+    rows = sorted((r["id"], r["dt"]) for r in df.collect())
+    assert rows == sorted((len(k), i % 3) for i, k in enumerate(keys))
+    job.commit()
+
+    now_clock.advance(MIN)
+    later = ["whole/dt=1/later.json", "whole/dt=2/later.json"]
+    for i, k in enumerate(later):
+        s3.put(k, lines([7_000 + i]))
+    now_clock.now = max(now_clock.now, max(s3.mtime(k) for k in later) + 2 * SEC)
+    job = Job(spark, state=sqlite_url, clock=now_clock).init("orders", ENABLE)
+    df = job.read.files(src, format="json", transformation_ctx="src",
+                        options={"schema": "id BIGINT, amount DOUBLE", "mode": "PERMISSIVE"})
+    if not is_connect(spark):
+        assert "InMemoryFileIndex(2 paths)" in df._jdf.queryExecution().executedPlan().toString()
+    assert sorted((r["id"], r["dt"]) for r in df.collect()) == [(7_000, 1), (7_001, 2)]
+    job.commit()
