@@ -45,24 +45,6 @@ SQLITE_CACHE_KIB = 32_768
 _FILE_COLUMNS = ("job_name", "run_id", "read_ts", "ctx", "path", "path_hash", "size", "mtime",
                  "kind")
 _PLACEHOLDER = {"qmark": "?", "format": "%s", "pyformat": "%s"}
-
-
-def _insert_rows(conn: Connection, table: sa.Table, columns: tuple[str, ...],
-                 rows: list[tuple[Any, ...]]) -> None:
-    """Insert many rows of plain values in one driver-level ``executemany`` (SQLite, psycopg):
-    SQLAlchemy's own executemany builds and processes a dict per row, which doubled the cost of
-    a large run's audit (0.9 s against 0.5 s per 100,000 rows on SQLite).  Other drivers' bind
-    styles take SQLAlchemy's path."""
-    mark = _PLACEHOLDER.get(conn.dialect.paramstyle)
-    if not rows:
-        return
-    if mark is None:
-        conn.execute(table.insert(), [dict(zip(columns, r)) for r in rows])
-        return
-    quote = conn.dialect.identifier_preparer
-    conn.exec_driver_sql(
-        f"INSERT INTO {quote.format_table(table)} ({', '.join(map(quote.quote, columns))}) "
-        f"VALUES ({', '.join([mark] * len(columns))})", rows)
 _Q_TARGET = select(targets.c.job_name, targets.c.target).where(
     targets.c.target_hash == bindparam("b_hash"))
 _I_TARGET = targets.insert()
@@ -74,6 +56,24 @@ _Q_TO_RECOVER = select(runs).where(
     runs.c.status != RunStatus.RUNNING)
 
 _RUN_COLUMNS = frozenset(runs.c.keys())
+
+
+def _insert_rows(conn: Connection, table: sa.Table, columns: tuple[str, ...],
+                 rows: list[tuple[Any, ...]]) -> None:
+    """Insert many rows of plain values in one driver-level ``executemany`` (SQLite, psycopg):
+    SQLAlchemy's own executemany builds and processes a dict per row, which doubled the cost of
+    a large run's audit (0.9 s against 0.5 s per 100,000 rows on SQLite).  Other drivers' bind
+    styles take SQLAlchemy's path."""
+    if not rows:
+        return
+    mark = _PLACEHOLDER.get(conn.dialect.paramstyle)
+    if mark is None:
+        conn.execute(table.insert(), [dict(zip(columns, r)) for r in rows])
+        return
+    quote = conn.dialect.identifier_preparer
+    conn.exec_driver_sql(
+        f"INSERT INTO {quote.format_table(table)} ({', '.join(map(quote.quote, columns))}) "
+        f"VALUES ({', '.join([mark] * len(columns))})", rows)
 
 
 def _run_fields(fields: dict[str, Any] | None) -> dict[str, Any]:
