@@ -1,0 +1,166 @@
+"""A class-data-sharing archive of Spark's classes, so that the tests' many short-lived driver
+JVMs start faster (test infrastructure only; sparkmark never sets JVM options for its users).
+
+A Spark driver spends most of its first seconds loading and verifying classes from ~250 jars:
+on this project's CI machine a bare local session took 6.9 s to start and 11.4 s to start and
+run two tiny jobs; with a dynamic CDS archive of the classes such a run loads (Java 13+,
+``-XX:ArchiveClassesAtExit`` once, ``-XX:SharedArchiveFile`` after), 3.9 s and 6.4 s.  The
+suites start a few hundred drivers (crash trials, fault schedules, CLI and Glue scripts, the
+schedulers' tasks), each in its own process.
+
+:func:`enable` builds the archive once per Spark installation and Java (a warm-up job in a
+child process, ~15 s; cached under ``~/.cache/sparkmark/cds``, keyed by the Java binary and
+the Spark jars' names, sizes and times) and appends the options to ``SPARK_SUBMIT_OPTS``, which
+``spark-submit`` passes to every driver JVM it starts, in this process and its children (Spark
+Connect servers included).  The JVM checks the archive against its class path and ignores it,
+silently (the options turn the CDS log off), when they do not match; a failed build leaves the
+environment as it was.  Only where classes come from changes, not which classes or what they do.
+
+Example::
+
+    from sparkmark.devtools.jvmcache import enable
+    enable()   # before the first SparkSession of the process
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+#: the environment variable spark-submit reads for the driver JVM's own options
+SUBMIT_OPTS = "SPARK_SUBMIT_OPTS"
+#: quiet: an archive that does not match this JVM is skipped without a warning on stdout
+_QUIET = "-Xlog:cds=off,cds+dynamic=off"
+
+#: the warm-up: the classes a test's driver typically loads (sessions, the local file system,
+#: JSON/CSV/Parquet readers and writers, code generation, joins, aggregates, windows)
+WARMUP = r'''
+import sys, tempfile, os
+from sparkmark.spark import local_session
+spark = local_session("sparkmark-cds-warmup")
+d = tempfile.mkdtemp()
+df = spark.range(200).selectExpr("id", "cast(id as string) AS s", "id % 3 AS k",
+                                 "current_timestamp() AS ts")
+df.write.json(d + "/j")
+j = spark.read.json(d + "/j")
+j.groupBy("k").count().collect()
+df.write.partitionBy("k").parquet(d + "/p")
+p = spark.read.parquet(d + "/p")
+p.join(j, "id").selectExpr("sum(id)").collect()
+df.write.option("header", "true").csv(d + "/c")
+spark.read.option("header", "true").csv(d + "/c").count()
+spark.read.text(d + "/c").count()
+p.createOrReplaceTempView("t")
+spark.sql("SELECT k, s, row_number() OVER (PARTITION BY k ORDER BY id) AS r FROM t").collect()
+spark.sql("SELECT input_file_name(), * FROM t WHERE id > 5").collect()
+jvm = spark.sparkContext._jvm
+path = jvm.org.apache.hadoop.fs.Path("file:" + d)
+path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()).listStatus(path)
+spark.stop()
+'''
+
+
+def cache_dir() -> Path:
+    """Where archives live (env ``SPARKMARK_CDS_CACHE``, default ``~/.cache/sparkmark/cds``)."""
+    env = os.environ.get("SPARKMARK_CDS_CACHE")
+    return Path(env) if env else Path.home() / ".cache" / "sparkmark" / "cds"
+
+
+def _java() -> Path | None:
+    home = os.environ.get("JAVA_HOME")
+    found = str(Path(home) / "bin" / "java") if home else shutil.which("java")
+    return Path(os.path.realpath(found)) if found and os.path.exists(found) else None
+
+
+def _spark_jars() -> Path | None:
+    home = os.environ.get("SPARK_HOME")
+    if home:
+        return Path(home) / "jars"
+    try:
+        import pyspark
+    except ImportError:
+        return None
+    return Path(pyspark.__file__).parent / "jars"
+
+
+def archive_path() -> Path | None:
+    """The archive for this process's Java and Spark jars (it may not exist yet), or None when
+    either is missing.
+
+    >>> p = archive_path()
+    >>> p is None or p.suffix == ".jsa"
+    True
+    """
+    java, jars = _java(), _spark_jars()
+    if java is None or jars is None or not jars.is_dir():
+        return None
+    h = hashlib.sha1()
+    jst = java.stat()
+    h.update(f"{java}\0{jst.st_size}\0{jst.st_mtime_ns}\0{jars.resolve()}\0".encode())
+    for entry in sorted(os.scandir(jars), key=lambda e: e.name):
+        st = entry.stat()
+        h.update(f"{entry.name}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
+    return cache_dir() / f"spark-{h.hexdigest()[:20]}.jsa"
+
+
+def build(target: Path, *, timeout: float = 300.0) -> bool:
+    """Run the warm-up job in a child process whose driver JVM dumps the classes it loaded to
+    ``target`` at exit (written beside it, then renamed: never a half-written archive).
+    True when the archive is there."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(suffix=".jsa.part", dir=target.parent)
+    os.close(fd)
+    os.unlink(tmp)  # the JVM creates it
+    env = {k: v for k, v in os.environ.items() if k != SUBMIT_OPTS}
+    env[SUBMIT_OPTS] = f"-XX:ArchiveClassesAtExit={tmp} {_QUIET}"
+    env.setdefault("PYSPARK_PYTHON", sys.executable)
+    try:
+        done = subprocess.run([sys.executable, "-c", WARMUP], env=env, timeout=timeout,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        if done.returncode != 0 or not os.path.exists(tmp) or os.path.getsize(tmp) == 0:
+            tail = done.stderr.decode(errors="replace").strip().splitlines()[-1:]
+            print(f"sparkmark.devtools.jvmcache: no archive (exit {done.returncode}: "
+                  f"{' '.join(tail)}); drivers start without one", file=sys.stderr)
+            return False
+        os.replace(tmp, target)
+        return True
+    except (OSError, subprocess.TimeoutExpired) as e:
+        print(f"sparkmark.devtools.jvmcache: no archive ({e}); drivers start without one",
+              file=sys.stderr)
+        return False
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def enable() -> Path | None:
+    """Make the driver JVMs that this process and its children start use the archive (built
+    first if missing); returns its path, or None (and nothing changed) when there is none.
+    Idempotent; env ``SPARKMARK_TEST_CDS=0`` switches it off."""
+    if os.environ.get("SPARKMARK_TEST_CDS", "1") == "0":
+        return None
+    target = archive_path()
+    if target is None:
+        return None
+    opts = os.environ.get(SUBMIT_OPTS, "")
+    if f"-XX:SharedArchiveFile={target}" in opts:
+        return target
+    if not target.exists():
+        started = time.monotonic()
+        if not build(target):
+            return None
+        print(f"sparkmark.devtools.jvmcache: built {target} in "
+              f"{time.monotonic() - started:.0f} s", file=sys.stderr)
+    os.environ[SUBMIT_OPTS] = f"{opts} -XX:SharedArchiveFile={target} {_QUIET}".strip()
+    return target
+
+
+if __name__ == "__main__":  # python -m sparkmark.devtools.jvmcache: build (or find) it
+    path = enable()
+    print(path if path else "no archive")
+    sys.exit(0 if path else 1)
