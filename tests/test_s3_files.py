@@ -271,7 +271,7 @@ def test_lexical_listing_of_1000_partitions_costs_a_few_list_requests(spark, s3,
 
 def test_lexical_file_names_on_a_flat_prefix_list_only_the_new_names(spark, s3, s3_server,
                                                                      sqlite_url, now_clock):
-    """``lexicalFileNames=true``: 2,000 objects with time-stamped names in one flat prefix,
+    """``lexicalFileNames=true``: 500 objects with time-stamped names in one flat prefix,
     then 20 new: the incremental run's listing makes at most 2 LIST requests (the root's
     status, one ListObjectsV2 with StartAfter = the greatest name seen) and reads exactly the
     20; then an object with an older name arrives: the lexical run does not read it, the next
@@ -284,12 +284,13 @@ def test_lexical_file_names_on_a_flat_prefix_list_only_the_new_names(spark, s3, 
     if is_connect(spark):
         pytest.skip("classic only: S3A's StartAfter listing runs in the session's JVM")
     t0 = dt.datetime(2024, 11, 5, 10, 0, 0)
+    n = 500  # one page of S3A's listing either way (it asks 5,000); the first run reads them all
 
     def names(first: int, count: int) -> list[str]:
         return [f"flat/events-{(t0 + dt.timedelta(seconds=15 * i)):%Y%m%dT%H%M%S}-0001.json"
                 for i in range(first, first + count)]
 
-    _put_many(s3, names(0, 2000))
+    _put_many(s3, names(0, n))
     src = s3.url("flat")
     opts = {"incrementalListing": "true", "lexicalFileNames": "true",
             "fullListingInterval": "3", "mode": "FAILFAST"}
@@ -305,10 +306,10 @@ def test_lexical_file_names_on_a_flat_prefix_list_only_the_new_names(spark, s3, 
             "sources"]["src"]
 
     now_clock.now = int(time.time() * 1000) + 2 * SEC
-    _, info = counted_run(2000)
+    _, info = counted_run(n)
     full = info["list_requests"]  # measured: 2 (the root's status, one page: S3A asks 5,000)
-    assert info["listing"] == "full" and info["files"] == 2000 and full >= 2, info
-    _put_many(s3, names(2000, 20))
+    assert info["listing"] == "full" and info["files"] == n and full >= 2, info
+    _put_many(s3, names(n, 20))
     now_clock.now = int(time.time() * 1000) + 2 * SEC
     mark = len(s3_server.log)
     lexical, info = counted_run(20)
@@ -317,9 +318,9 @@ def test_lexical_file_names_on_a_flat_prefix_list_only_the_new_names(spark, s3, 
     # S3A's count of the listing: the root's status and one ListObjectsV2 with StartAfter
     # (measured: 2; the whole run's other LISTs are Spark's own probes of the 20 paths)
     assert info["list_requests"] <= 2, info
-    print(f"flat 2,000 + 20: full listing {full} LIST, lexical {info['list_requests']} LIST "
+    print(f"flat {n} + 20: full listing {full} LIST, lexical {info['list_requests']} LIST "
           f"(whole run, server: {lexical})")
-    last = names(1999, 1)[0].split("/")[1]  # the greatest name the full listing saw
+    last = names(n - 1, 1)[0].split("/")[1]  # the greatest name the full listing saw
     assert any(is_list_request(*r) and f"start-after=flat%2F{last}" in r[2]
                for r in s3_server.log[mark:]), [r for r in s3_server.log[mark:]
                                                 if is_list_request(*r)]
@@ -327,10 +328,10 @@ def test_lexical_file_names_on_a_flat_prefix_list_only_the_new_names(spark, s3, 
     older = "flat/events-20241105T095959-0002.json"
     s3.put(older, lines([7777]))
     time.sleep(1.1)  # S3 stamps whole seconds: the older object settles below the next low
-    s3.put(names(2020, 1)[0], lines([8888]))
+    s3.put(names(n + 20, 1)[0], lines([8888]))
     now_clock.now = int(time.time() * 1000) + 20 * MIN
     _, info = counted_run(1)
-    assert info["listing"] == "lexical" and info["sample"] == [names(2020, 1)[0][5:]], info
+    assert info["listing"] == "lexical" and info["sample"] == [names(n + 20, 1)[0][5:]], info
     # bad options: one ConfigError each, nothing committed
     before = job_version = Job(spark, state=sqlite_url, clock=now_clock).store.current_version(
         "flat")

@@ -37,6 +37,10 @@ SUBMIT_OPTS = "SPARK_SUBMIT_OPTS"
 #: quiet: an archive that does not match this JVM is skipped without a warning on stdout
 _QUIET = "-Xlog:cds=off,cds+dynamic=off"
 
+#: archives kept in the cache (each ~190 MB; a clone elsewhere, another venv or Spark needs its
+#: own): building one removes the oldest beyond this
+KEEP = 6
+
 #: the warm-up: the classes a test's driver typically loads (sessions, the local file system,
 #: JSON/CSV/Parquet readers and writers, code generation, joins, aggregates, windows)
 WARMUP = r'''
@@ -128,6 +132,7 @@ def build(target: Path, *, timeout: float = 300.0) -> bool:
                   f"{' '.join(tail)}); drivers start without one", file=sys.stderr)
             return False
         os.replace(tmp, target)
+        _prune(target.parent, KEEP)
         return True
     except (OSError, subprocess.TimeoutExpired) as e:
         print(f"sparkmark.devtools.jvmcache: no archive ({e}); drivers start without one",
@@ -136,6 +141,13 @@ def build(target: Path, *, timeout: float = 300.0) -> bool:
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+
+
+def _prune(folder: Path, keep: int) -> None:
+    """Remove all but the ``keep`` newest archives in ``folder``."""
+    archives = sorted(folder.glob("spark-*.jsa"), key=lambda p: p.stat().st_mtime, reverse=True)
+    for old in archives[keep:]:
+        old.unlink(missing_ok=True)
 
 
 def enable() -> Path | None:
