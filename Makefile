@@ -122,8 +122,10 @@ test-airflow: install-airflow
 	SPARKMARK_REQUIRE_SCHEDULER=1 $(BIN_AIRFLOW)/python -m pytest -q -p no:cacheprovider \
 	--durations=10 tests/test_airflow.py
 
+# (no class-data-sharing archive: its materializations share one in-process session, so
+# building one, ~40 s, would cost more than it saves)
 test-dagster: install-dagster
-	SPARKMARK_REQUIRE_SCHEDULER=1 $(BIN_DAGSTER)/python -m pytest -q -p no:cacheprovider \
+	SPARKMARK_REQUIRE_SCHEDULER=1 SPARKMARK_TEST_CDS=$${SPARKMARK_TEST_CDS:-0} $(BIN_DAGSTER)/python -m pytest -q -p no:cacheprovider \
 	--durations=10 tests/test_dagster.py
 
 bench: install
