@@ -5,15 +5,23 @@ from __future__ import annotations
 import os
 import time
 
+import pytest
+
 from sparkmark.devtools import jvmcache
 
 
-def test_the_archive_is_keyed_by_the_spark_jars(tmp_path, monkeypatch):
-    jars = tmp_path / "spark" / "jars"
-    jars.mkdir(parents=True)
-    (jars / "a.jar").write_bytes(b"x")
+@pytest.fixture
+def jars(tmp_path, monkeypatch):
+    """A SPARK_HOME with one jar, and an archive cache of its own."""
+    folder = tmp_path / "spark" / "jars"
+    folder.mkdir(parents=True)
+    (folder / "a.jar").write_bytes(b"x")
     monkeypatch.setenv("SPARK_HOME", str(tmp_path / "spark"))
     monkeypatch.setenv("SPARKMARK_CDS_CACHE", str(tmp_path / "cds"))
+    return folder
+
+
+def test_the_archive_is_keyed_by_the_spark_jars(tmp_path, monkeypatch, jars):
     first = jvmcache.archive_path()
     assert first is not None and first.parent == tmp_path / "cds" and first.suffix == ".jsa"
     assert jvmcache.archive_path() == first
@@ -23,12 +31,7 @@ def test_the_archive_is_keyed_by_the_spark_jars(tmp_path, monkeypatch):
     assert jvmcache.archive_path() is None
 
 
-def test_enable_adds_the_options_once_and_can_be_switched_off(tmp_path, monkeypatch):
-    jars = tmp_path / "spark" / "jars"
-    jars.mkdir(parents=True)
-    (jars / "a.jar").write_bytes(b"x")
-    monkeypatch.setenv("SPARK_HOME", str(tmp_path / "spark"))
-    monkeypatch.setenv("SPARKMARK_CDS_CACHE", str(tmp_path / "cds"))
+def test_enable_adds_the_options_once_and_can_be_switched_off(monkeypatch, jars):
     monkeypatch.setenv(jvmcache.SUBMIT_OPTS, "-Dmine=1")
     target = jvmcache.archive_path()
     assert target is not None
