@@ -159,6 +159,12 @@ def test_everything_on_a_standalone_cluster(cluster, pg_server, tmp_path):
     store = open_store(state)
     assert {r["job_name"] for r in store.list_runs()} >= {"files-json", "jdbc-orders"}
 
+    # the executors loaded Spark's classes from the tests' archive, as the drivers do
+    from sparkmark.devtools import jvmcache
+    if jvmcache.options():
+        logs = [p.read_text(errors="replace") for p in cluster.root.glob("worker-*/app-*/*/stderr")]
+        assert logs and all("-XX:SharedArchiveFile=" in t for t in logs), logs[:1]
+
 
 def test_sigkill_of_the_driver_mid_run_then_a_clean_rerun(cluster, pg_server, tmp_path):
     _need_pg_jar()

@@ -42,9 +42,12 @@ def test_enable_adds_the_options_once_and_can_be_switched_off(monkeypatch, jars)
     opts = os.environ[jvmcache.SUBMIT_OPTS]
     assert opts.startswith("-Dmine=1 ") and opts.count(f"-XX:SharedArchiveFile={target}") == 1
     assert "-Xlog:cds=off" in opts
+    # what a standalone cluster's JVMs get (JAVA_TOOL_OPTIONS): the archive, not -Dmine=1
+    assert jvmcache.options() == [f"-XX:SharedArchiveFile={target}", "-Xlog:cds=off,cds+dynamic=off"]
     monkeypatch.setenv(jvmcache.SUBMIT_OPTS, "")
     monkeypatch.setenv("SPARKMARK_TEST_CDS", "0")
     assert jvmcache.enable() is None and os.environ[jvmcache.SUBMIT_OPTS] == ""
+    assert jvmcache.options() == []
 
 
 def test_prune_keeps_the_newest(tmp_path):

@@ -32,6 +32,8 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import jvmcache
+
 LOOPBACK = "127.0.0.1"
 STATE_ENV = "SPARKMARK_STATE"
 
@@ -180,6 +182,9 @@ def start_standalone(workers: int = 2, *, cores: int = 1, memory: str = "1g",
     base = _base_env(env)
     base["SPARK_LOG_DIR"] = str(root)
     base["SPARK_WORKER_DIR"] = str(root)
+    cds = jvmcache.options()  # the tests' class-data-sharing archive, if they enabled it
+    if cds and "JAVA_TOOL_OPTIONS" not in base:  # every JVM reads it: executors too
+        base["JAVA_TOOL_OPTIONS"] = " ".join(cds)
     c = Standalone(root=root, master_port=free_port(), webui_port=free_port(), workers=workers)
     atexit.register(c.stop)
     spark_class = str(home / "bin" / "spark-class")

@@ -150,6 +150,19 @@ def _prune(folder: Path, keep: int) -> None:
         old.unlink(missing_ok=True)
 
 
+def options() -> list[str]:
+    """The archive's JVM options that :func:`enable` put in ``SPARK_SUBMIT_OPTS`` (empty when
+    it did not), for JVMs that spark-submit does not start: a standalone cluster's master,
+    workers and executors (``sparkmark.devtools.cluster`` gives them ``JAVA_TOOL_OPTIONS``).
+
+    >>> isinstance(options(), list)
+    True
+    """
+    opts = os.environ.get(SUBMIT_OPTS, "").split()
+    archive = [o for o in opts if o.startswith("-XX:SharedArchiveFile=")]
+    return [archive[-1], _QUIET] if archive else []
+
+
 def enable() -> Path | None:
     """Make the driver JVMs that this process and its children start use the archive (built
     first if missing); returns its path, or None (and nothing changed) when there is none.
