@@ -218,3 +218,27 @@ def test_a_writing_sqlite_store_has_a_page_cache_for_large_audits(tmp_path):
     reader = open_store(url, create=False)
     with reader.tx("cache") as conn:
         assert conn.exec_driver_sql("PRAGMA cache_size").scalar() == -2000
+
+
+@pytest.mark.parametrize("paramstyle", ["qmark", "named"])
+def test_insert_rows_same_rows_through_the_driver_and_through_sqlalchemy(tmp_path, paramstyle):
+    """``_insert_rows`` hands qmark/format drivers one driver-level executemany and any other
+    bind style (SQLite set to ``named``: a real driver, a style it has no placeholder for) to
+    SQLAlchemy; both paths store the same rows under names that need quoting, and an empty
+    list inserts nothing."""
+    from sparkmark.state.store import _PLACEHOLDER, _insert_rows
+    engine = sa.create_engine(f"sqlite:///{tmp_path / 'rows.db'}", paramstyle=paramstyle)
+    meta = sa.MetaData()
+    table = sa.Table("odd table", meta, sa.Column("order", sa.Integer),
+                     sa.Column("path name", sa.String))
+    meta.create_all(engine)
+    rows = [(i, f"s3a://b/k {i}") for i in range(5)]
+    with engine.begin() as conn:
+        assert conn.dialect.paramstyle == paramstyle
+        assert (paramstyle in _PLACEHOLDER) == (paramstyle == "qmark")  # both paths taken
+        _insert_rows(conn, table, ("order", "path name"), [])
+        _insert_rows(conn, table, ("order", "path name"), rows)
+    with engine.connect() as conn:
+        got = [tuple(r) for r in conn.execute(sa.select(table).order_by(table.c.order))]
+    engine.dispose()
+    assert got == rows
