@@ -12,9 +12,11 @@ schedulers' tasks), each in its own process.
 child process, ~15 s; cached under ``~/.cache/sparkmark/cds``, keyed by the Java binary and
 the Spark jars' names, sizes and times) and appends the options to ``SPARK_SUBMIT_OPTS``, which
 ``spark-submit`` passes to every driver JVM it starts, in this process and its children (Spark
-Connect servers included).  The JVM checks the archive against its class path and ignores it,
-silently (the options turn the CDS log off), when they do not match; a failed build leaves the
-environment as it was.  Only where classes come from changes, not which classes or what they do.
+Connect servers included); a standalone cluster started by ``sparkmark.devtools.cluster`` gives
+the same options (:func:`options`) to its master, workers and executors.  The JVM checks the
+archive against its class path and ignores it, silently (the options turn the CDS log off),
+when they do not match; a failed build leaves the environment as it was.  Only where classes
+come from changes, not which classes or what they do.
 
 Example::
 
