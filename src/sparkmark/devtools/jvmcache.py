@@ -9,7 +9,7 @@ suites start a few hundred drivers (crash trials, fault schedules, CLI and Glue 
 schedulers' tasks), each in its own process.
 
 :func:`enable` builds the archive once per Spark installation and Java (a warm-up job in a
-child process, ~15 s; cached under ``~/.cache/sparkmark/cds``, keyed by the Java binary and
+child process, 30-45 s; cached under ``~/.cache/sparkmark/cds``, keyed by the Java binary and
 the Spark jars' names, sizes and times) and appends the options to ``SPARK_SUBMIT_OPTS``, which
 ``spark-submit`` passes to every driver JVM it starts, in this process and its children (Spark
 Connect servers included); a standalone cluster started by ``sparkmark.devtools.cluster`` gives
