@@ -4,9 +4,16 @@
     PYTHONPATH=src .venv35/bin/python benchmarks/iceberg.py --rows 100000 \\
         --write-rows 10000 --repeat 3                                     # quicker
     PYTHONPATH=src .venv35/bin/python benchmarks/iceberg.py --history 2000  # long histories
+    PYTHONPATH=src .venv35/bin/python benchmarks/iceberg.py --warehouse s3  # on moto's S3 API
+    PYTHONPATH=src .venv35/bin/python benchmarks/iceberg.py --warehouse s3 --catalog jdbc
 
 Spark 3.5 with the Iceberg runtime (``make iceberg-jars``), a Hadoop catalog ``local`` in a
-temporary folder, a SQLite state store (sparkmark's embedded default).  In one run:
+temporary folder (``--warehouse s3``: its tables, metadata and manifests under ``s3a://`` on a
+moto server this script starts, as the Iceberg tests do; needs ``make jars``; ``--catalog jdbc``:
+Iceberg's JDBC catalog on a PostgreSQL server this script starts, whose commits swap the
+metadata pointer in one SQL statement, as metastore catalogs such as Glue's do, instead of the
+Hadoop catalog's file renames and version hint), a SQLite state store (sparkmark's embedded
+default).  In one run:
 
 1. read: a source table of ``--rows`` rows; before each trial ``--new-pct`` % new rows are
    appended (a new snapshot, outside the timing) and counted once by plain Spark (untimed: it
@@ -359,7 +366,13 @@ def main(argv=None) -> int:
                          "appends through Iceberg's Java API: a table with a long history)")
     ap.add_argument("--no-phases", action="store_true",
                     help="no phase timers and py4j counters in the measured runs")
-    ap.add_argument("--json", default=str(RESULTS))
+    ap.add_argument("--warehouse", choices=("local", "s3"), default="local",
+                    help="the catalog's warehouse: a temporary folder, or s3a:// on moto")
+    ap.add_argument("--catalog", choices=("hadoop", "jdbc"), default="hadoop",
+                    help="Iceberg's Hadoop catalog, or its JDBC catalog on a PostgreSQL server")
+    ap.add_argument("--json", default=None,
+                    help="where to write the results (default benchmarks/results/iceberg.json; "
+                         "iceberg-<warehouse>-<catalog>.json for the others)")
     a = ap.parse_args(argv)
     new = max(1, int(a.rows * a.new_pct / 100))
     sizes = [int(s) for s in a.write_rows.split(",") if s.strip()]
@@ -373,7 +386,28 @@ def main(argv=None) -> int:
     if not pyspark.__version__.startswith("3.5."):
         sys.exit(f"Iceberg runs on Spark 3.5 only (.venv35); this is {pyspark.__version__}")
     work = Path(tempfile.mkdtemp(prefix="sm-bench-ice-"))
-    conf = iceberg_session_conf(str(work / "wh"), jars=iceberg_jars(fetch=False))
+    server = pg = None
+    if a.warehouse == "s3":
+        from sparkmark.devtools.s3 import Bucket, s3a_jars, s3a_session_conf, start_moto
+        server = start_moto()
+        warehouse = Bucket(server, "bench-ice-wh").url("wh")
+        s3a = s3a_jars(fetch=False)
+        conf = iceberg_session_conf(warehouse, jars=iceberg_jars(fetch=False) + s3a)
+        conf.update({k: v for k, v in s3a_session_conf(jars=s3a).items() if k != "spark.jars"})
+        conf.update(server.spark_conf())
+    else:
+        conf = iceberg_session_conf(str(work / "wh"), jars=iceberg_jars(fetch=False))
+    if a.catalog == "jdbc":
+        from sparkmark.devtools.postgres import start_postgres
+        from sparkmark.spark import jdbc_jars
+        pg = start_postgres()
+        url = pg.create_database("iceberg_catalog")
+        port = url.rsplit(":", 1)[1].split("/")[0]
+        conf["spark.sql.catalog.local.type"] = "jdbc"
+        conf["spark.sql.catalog.local.uri"] = f"jdbc:postgresql://127.0.0.1:{port}/iceberg_catalog"
+        conf["spark.sql.catalog.local.jdbc.user"] = "postgres"
+        conf["spark.sql.catalog.local.jdbc.schema-version"] = "V1"
+        conf["spark.jars"] = ",".join([conf["spark.jars"], *jdbc_jars()])
     conf["spark.sql.warehouse.dir"] = str(work / "spark-wh")
     spark = local_session("sparkmark-bench-iceberg", extra_conf=conf)
     spark.sql("CREATE NAMESPACE IF NOT EXISTS local.db")
@@ -499,6 +533,11 @@ def main(argv=None) -> int:
         PHASES.uninstall()
         spark.stop()
         shutil.rmtree(work, ignore_errors=True)
+        if server is not None:
+            result["s3_requests"] = server.requests()
+            server.stop()
+        if pg is not None:
+            pg.stop()
 
     result = {
         "benchmark": "Iceberg incremental read and exactly-once write, sparkmark vs plain Spark",
@@ -522,7 +561,8 @@ def main(argv=None) -> int:
                 "JVM).",
     }
     report(result)
-    out = Path(a.json)
+    out = Path(a.json or (RESULTS if (a.warehouse, a.catalog) == ("local", "hadoop")
+                          else RESULTS.with_name(f"iceberg-{a.warehouse}-{a.catalog}.json")))
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2) + "\n")
     print(f"saved {out}")
