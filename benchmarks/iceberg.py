@@ -387,29 +387,36 @@ def main(argv=None) -> int:
         sys.exit(f"Iceberg runs on Spark 3.5 only (.venv35); this is {pyspark.__version__}")
     work = Path(tempfile.mkdtemp(prefix="sm-bench-ice-"))
     server = pg = None
-    if a.warehouse == "s3":
-        from sparkmark.devtools.s3 import Bucket, s3a_jars, s3a_session_conf, start_moto
-        server = start_moto()
-        warehouse = Bucket(server, "bench-ice-wh").url("wh")
-        s3a = s3a_jars(fetch=False)
-        conf = iceberg_session_conf(warehouse, jars=iceberg_jars(fetch=False) + s3a)
-        conf.update({k: v for k, v in s3a_session_conf(jars=s3a).items() if k != "spark.jars"})
-        conf.update(server.spark_conf())
-    else:
-        conf = iceberg_session_conf(str(work / "wh"), jars=iceberg_jars(fetch=False))
-    if a.catalog == "jdbc":
-        from sparkmark.devtools.postgres import start_postgres
-        from sparkmark.spark import jdbc_jars
-        pg = start_postgres()
-        url = pg.create_database("iceberg_catalog")
-        port = url.rsplit(":", 1)[1].split("/")[0]
-        conf["spark.sql.catalog.local.type"] = "jdbc"
-        conf["spark.sql.catalog.local.uri"] = f"jdbc:postgresql://127.0.0.1:{port}/iceberg_catalog"
-        conf["spark.sql.catalog.local.jdbc.user"] = "postgres"
-        conf["spark.sql.catalog.local.jdbc.schema-version"] = "V1"
-        conf["spark.jars"] = ",".join([conf["spark.jars"], *jdbc_jars()])
-    conf["spark.sql.warehouse.dir"] = str(work / "spark-wh")
-    spark = local_session("sparkmark-bench-iceberg", extra_conf=conf)
+    try:  # the servers this script starts are stopped again if the set-up fails
+        if a.warehouse == "s3":
+            from sparkmark.devtools.s3 import Bucket, s3a_jars, s3a_session_conf, start_moto
+            server = start_moto()
+            warehouse = Bucket(server, "bench-ice-wh").url("wh")
+            s3a = s3a_jars(fetch=False)
+            conf = iceberg_session_conf(warehouse, jars=iceberg_jars(fetch=False) + s3a)
+            conf.update({k: v for k, v in s3a_session_conf(jars=s3a).items()
+                         if k != "spark.jars"})
+            conf.update(server.spark_conf())
+        else:
+            conf = iceberg_session_conf(str(work / "wh"), jars=iceberg_jars(fetch=False))
+        if a.catalog == "jdbc":
+            from sparkmark.devtools.postgres import start_postgres
+            from sparkmark.spark import jdbc_jars
+            pg = start_postgres()
+            pg.create_database("iceberg_catalog")
+            prefix = "spark.sql.catalog.local"
+            conf[prefix + ".type"] = "jdbc"
+            conf[prefix + ".uri"] = f"jdbc:postgresql://127.0.0.1:{pg.port}/iceberg_catalog"
+            conf[prefix + ".jdbc.user"] = "postgres"
+            conf[prefix + ".jdbc.schema-version"] = "V1"
+            conf["spark.jars"] = ",".join([conf["spark.jars"], *jdbc_jars()])
+        conf["spark.sql.warehouse.dir"] = str(work / "spark-wh")
+        spark = local_session("sparkmark-bench-iceberg", extra_conf=conf)
+    except BaseException:
+        for started in (server, pg):
+            if started is not None:
+                started.stop()
+        raise
     spark.sql("CREATE NAMESPACE IF NOT EXISTS local.db")
     state = f"sqlite:///{work}/state.db"
     java = spark.sparkContext._jvm.System.getProperty("java.version")
