@@ -478,22 +478,24 @@ class Pipeline:
                           key=lambda m: (LAYER_RANK.get(self.modules[m].layer.lower(), 9), m))
 
     # ------------------------------------------------------------------ state
-    def _progress(self) -> tuple[dict[int, int | None], set[int], list[dict[str, Any]]]:
-        rows = self.store.list_runs(pipeline=self.name)
+    def _progress(self) -> tuple[dict[int, int | None], set[int]]:
+        """Where each module's next window starts, and the modules whose last run failed: from
+        at most one ledger row per module (``store.module_marks``), not the whole ledger."""
+        jobs = {mid: self.job_name(mid) for mid in self.modules}
+        marks = self.store.module_marks(list(jobs.values()), pipeline=self.name)
         progress: dict[int, int | None] = {}
         failed_before: set[int] = set()
         for mid, m in self.modules.items():
-            job = self.job_name(mid)
+            job = jobs[mid]
             inherited: list[LedgerRun] = []
             if m.take_over_from is not None:
                 inherited = [_ledger_run(r) for r in
-                             self.store.list_runs(job_name=m.take_over_from)]
-            progress[mid] = module_start([_ledger_run(r) for r in rows if r["job_name"] == job],
-                                         inherited)
+                             self.store.module_marks([m.take_over_from])[m.take_over_from]]
+            progress[mid] = module_start([_ledger_run(r) for r in marks[job]], inherited)
             jr = self.store.job_row(job)
             if jr is not None and jr["attempt"] > 0:
                 failed_before.add(mid)
-        return progress, failed_before, rows
+        return progress, failed_before
 
     def _check_idle(self, module_ids: Iterable[int], what: str) -> None:
         now = self.clock()
@@ -563,8 +565,9 @@ class Pipeline:
         self._finish_removals()
         snapshot = self.clock()
         pipeline_run_id = uuid.uuid4().hex
-        done_until, failed_before, rows = self._progress()
-        self._check_ownership(selected, rows)
+        done_until, failed_before = self._progress()
+        self._check_ownership(selected, self.store.list_runs(
+            pipeline=self.name, statuses=PROGRESS_STATUSES, columns=_WRITE_COLUMNS))
         primordial = primordial_start(self.primordial_date, snapshot_ts=snapshot,
                                       max_days=self.max_days_to_load, tz=self.timezone)
         planner = RunPlanner(self._graph(), done_until, failed_before, primordial, snapshot,
@@ -755,7 +758,7 @@ class Pipeline:
 
     def _rollback_warnings(self, plans: list[RollbackModule]) -> list[str]:
         cuts = {pm.module_id: pm.cut_ts for pm in plans}
-        progress, _, _ = self._progress()
+        progress, _ = self._progress()
         out = []
         for m in self.modules.values():
             if m.id in cuts:
@@ -812,6 +815,10 @@ def load_pipeline_file(path: str | Path) -> Pipeline:
 def _ledger_run(r: dict[str, Any]) -> LedgerRun:
     return LedgerRun(r["run_id"], r.get("pipeline_run_id"), r["run_number"], r["status"],
                      r.get("from_ts"), r.get("until_ts"))
+
+
+#: the ledger fields :func:`_target_writes` reads
+_WRITE_COLUMNS = ("run_start_ts", "run_number", "job_name", "status", "config")
 
 
 def _target_writes(rows: list[dict[str, Any]]) -> list[TargetWrite]:

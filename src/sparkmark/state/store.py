@@ -852,10 +852,11 @@ class StateStore:
                   module_id: int | None = None, last: int | None = None,
                   statuses: tuple[str, ...] | None = None,
                   pipeline_run_id: str | None = None,
-                  started_from: int | None = None) -> list[dict[str, Any]]:
+                  started_from: int | None = None,
+                  columns: tuple[str, ...] | None = None) -> list[dict[str, Any]]:
         """Ledger rows, oldest first (``last`` keeps the newest N; ``started_from``: runs that
-        started at or after this epoch ms)."""
-        q = select(runs)
+        started at or after this epoch ms; ``columns``: only these fields of each row)."""
+        q = select(*(runs.c[c] for c in columns)) if columns else select(runs)
         if started_from is not None:
             q = q.where(runs.c.run_start_ts >= started_from)
         if job_name is not None:
@@ -875,6 +876,39 @@ class StateStore:
         with self.tx("reading the ledger") as conn:
             rows = [dict(r._mapping) for r in conn.execute(q)]
         return rows[::-1]
+
+    def module_marks(self, job_names: list[str], pipeline: str | None = None
+                     ) -> dict[str, list[dict[str, Any]]]:
+        """What :func:`~sparkmark.planning.windows.module_start` reads of each job's ledger rows
+        (of ``pipeline``'s runs when given), in at most one row per job: its SUCCEEDED/EMPTY
+        run with a window and the highest run number (the first of those to start, as the
+        planner picks among equal numbers), else its ROLLED_BACK run with the earliest window
+        start, else none.  ``module_start`` of these rows equals ``module_start`` of all the
+        job's rows; a pipeline run asks this instead of reading its whole ledger.
+
+        Example: ``module_start([LedgerRun(**r) for r in store.module_marks(["p.1"])["p.1"]])``
+        """
+        cols = (runs.c.run_id, runs.c.pipeline_run_id, runs.c.run_number, runs.c.status,
+                runs.c.from_ts, runs.c.until_ts)
+        out: dict[str, list[dict[str, Any]]] = {}
+        with self.tx("reading the ledger") as conn:
+            for job in job_names:
+                mine = runs.c.job_name == job
+                if pipeline is not None:
+                    mine = sa.and_(mine, runs.c.pipeline == pipeline)
+                row = conn.execute(
+                    select(*cols).where(mine, runs.c.status.in_(RunStatus.progress()),
+                                        runs.c.from_ts.is_not(None),
+                                        runs.c.until_ts.is_not(None))
+                    .order_by(runs.c.run_number.desc(), runs.c.run_start_ts,
+                              runs.c.attempt).limit(1)).first()
+                if row is None:
+                    row = conn.execute(
+                        select(*cols).where(mine, runs.c.status == RunStatus.ROLLED_BACK,
+                                            runs.c.from_ts.is_not(None))
+                        .order_by(runs.c.from_ts).limit(1)).first()
+                out[job] = [] if row is None else [dict(row._mapping)]
+        return out
 
     def runs_to_recover(self, job_name: str) -> list[dict[str, Any]]:
         """Finished runs of a job whose output is still staged, not yet published, or rolled
