@@ -20,8 +20,10 @@ finished ledger row in one transaction, and publishes the staged output.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import threading
+import time
 import traceback
 import uuid
 from contextlib import contextmanager
@@ -29,7 +31,8 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 
 from . import compat
 from .clock import Clock, checked_now, system_clock
-from .errors import ConfigError, JobStateError, SparkmarkError
+from .errors import (BookmarkConflictError, ConfigError, JobStateError, SparkmarkError,
+                     StateCorruptError, StateStoreError, UnknownJobError)
 from .gcpause import gc_paused
 from .jvm import jdbc_read_error, quick_acks
 from .options import ENABLE, PAUSE, BookmarkArgs, parse_job_args
@@ -46,6 +49,8 @@ from .status import PublishState, RunStatus
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
+
+log = logging.getLogger("sparkmark.job")
 
 #: How long the per-file audit (``sparkmark files``) keeps a file read, by default (days).
 DEFAULT_FILES_RETENTION_DAYS = 30
@@ -339,12 +344,67 @@ class Job:
                     new_state=new_state, status=final, now=self.clock(), fields=fields,
                     files_read=self._files_read, files_keep_ms=self.files_retention_ms)
         except BaseException as e:
-            self.fail(e)
-            raise
+            landed = self._commit_outcome(e, run_id)
+            if landed is None:
+                raise
+            version = landed
         self._stop()
         # The run is committed: from here on its output must appear (roll forward on crash).
         publish_.publish_outputs(self.spark, self.store, run_id, self._outputs)
         return version
+
+    def _commit_outcome(self, error: BaseException, run_id: str) -> int | None:
+        """The state store transaction of :meth:`commit` raised ``error``: did it land?
+
+        A connection lost while the database carried out the ``COMMIT`` (a network fault, the
+        server stopping) leaves that unknown to this process, and removing the run's staged
+        output then would lose the output of a run the ledger calls SUCCEEDED.  So the run's
+        row is read again, under the job row's lock (:meth:`StateStore.run_outcome
+        <sparkmark.state.StateStore.run_outcome>`: a COMMIT still in flight holds it):
+        committed (the answer was lost) -> the bookmark version, and the
+        caller publishes as usual; still RUNNING -> nothing was committed: the run fails as
+        any other (``None``); unreadable -> the run is recorded FAILED if the store allows
+        (only a RUNNING row changes), its staged output is *kept*, and the error says so:
+        the next run of the job publishes it (the commit landed) or removes it (it did not).
+        Refusals raised inside the transaction (the lease was taken over, the bookmark moved,
+        the store is another one) committed nothing and fail the run at once; an interrupt
+        (Ctrl-C) keeps the staged output for the next run without asking the store.
+        """
+        if isinstance(error, (BookmarkConflictError, UnknownJobError, StateCorruptError,
+                              ValueError)):
+            self.fail(error)
+            return None
+        if not isinstance(error, Exception):  # Ctrl-C, SystemExit: stop; the next run decides
+            self._end(RunStatus.FAILED, _error_text(error), keep_staged=True, quiet=True)
+            return None
+        locked = False
+        try:
+            row = None
+            for wait in (0.0, 0.2, 0.5, 1.0):  # the job row stays locked until the COMMIT ends
+                time.sleep(wait)
+                row = self.store.run_outcome(self.run_identity()[0], run_id)
+                if row is not None:
+                    break
+            if row is None:
+                locked = True
+                raise StateStoreError("the job's row stayed locked by another transaction")
+        except Exception as e:  # noqa: BLE001 - the store is still out of reach
+            log.warning("commit of run %s: %s; its outcome is unknown (%s)", run_id,
+                        _error_text(error), _error_text(e))
+            # recording it FAILED would wait for that lock: the lease ends the run instead
+            self._end(RunStatus.FAILED, _error_text(error), keep_staged=True, quiet=True,
+                      record=not locked)
+            raise StateStoreError(
+                f"{str(error).rstrip('.')}. Whether run {run_id} committed is unknown (the state "
+                "store could not be read again), so its staged output is kept: the next run "
+                "of the job publishes it if the commit landed and removes it if not; the "
+                "bookmark and the ledger say which.") from None
+        if row.get("status") in RunStatus.progress():
+            log.warning("commit of run %s: %s; the commit had landed (the ledger says %s), "
+                        "publishing its output", run_id, _error_text(error), row["status"])
+            return int(row.get("end_version") or self.start_version or 0)
+        self.fail(error)
+        return None
 
     def fail(self, error: BaseException | str) -> None:
         """Record the run FAILED with the error text; remove its staged output; keep the state.
@@ -367,19 +427,31 @@ class Job:
         """
         self._end(RunStatus.SKIPPED, reason)
 
-    def _end(self, status: RunStatus, text: str) -> None:
+    def _end(self, status: RunStatus, text: str, *, keep_staged: bool = False,
+             quiet: bool = False, record: bool = True) -> None:
+        """Record the run ``status`` (FAILED, SKIPPED) and remove its staged output, unless
+        ``keep_staged`` (a commit whose outcome is unknown).  ``quiet``: a store that cannot
+        record it is logged, not raised (the caller raises the error that matters);
+        ``record=False``: not recorded at all (its lease then ends the run)."""
         if not self._active:
             return
         text = self.secrets.scrub(text)
         name, run_id, _ = self.run_identity()
         try:
-            publish_.discard_outputs(self.spark, self._outputs)
+            if not keep_staged:
+                publish_.discard_outputs(self.spark, self._outputs)
         finally:
             try:
-                self.store.fail_run(name, run_id, error=text, now=self.clock(),
-                                    status=status,
-                                    fields={"records_written": self._records_written,
-                                            "config": json.dumps(self._config(), default=str)})
+                if record:
+                    self.store.fail_run(
+                        name, run_id, error=text, now=self.clock(), status=status,
+                        fields={"records_written": self._records_written,
+                                "config": json.dumps(self._config(), default=str)})
+            except Exception as e:  # noqa: BLE001 - see quiet
+                if not quiet:
+                    raise
+                log.warning("could not record run %s %s: %s", run_id, status.value,
+                            _error_text(e))
             finally:
                 self._stop()
 

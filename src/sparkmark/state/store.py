@@ -34,6 +34,7 @@ from ..status import PublishState, RunStatus, plain
 # with the column names an UPDATE's SET takes from the parameters.
 _Q_JOB = select(jobs).where(jobs.c.job_name == bindparam("b_job"))
 _Q_JOB_LOCKED = _Q_JOB.with_for_update()
+_Q_JOB_NOWAIT = _Q_JOB.with_for_update(nowait=True)
 _Q_VERSION = select(versions).where(versions.c.job_name == bindparam("b_job"),
                                     versions.c.version == bindparam("b_version"))
 _U_JOB = jobs.update().where(jobs.c.job_name == bindparam("b_job"))
@@ -839,6 +840,29 @@ class StateStore:
         conn.execute(jobs.update().where(jobs.c.job_name == job.job_name)
                      .values(current_version=version))
         return version
+
+    def run_outcome(self, job_name: str, run_id: str) -> dict[str, Any] | None:
+        """Run ``run_id``'s ledger row read under the job row's lock, taken without waiting
+        (``FOR UPDATE NOWAIT``): ``None`` while another transaction holds it.  Every
+        transaction that ends a run (its commit, a failure, a take-over) locks that row first,
+        so a row read here is final: a commit whose answer was lost is either in it or will
+        never be.  (SQLite has no row locks: a transaction there is over when its call
+        returns.)
+
+        Example: ``(store.run_outcome("orders", run_id) or {}).get("status")``
+        """
+        with self.tx("reading the outcome of a commit") as conn:
+            try:
+                conn.execute(_Q_JOB_NOWAIT, {"b_job": job_name}).first()
+            except DBAPIError as e:
+                code = getattr(getattr(e, "orig", None), "sqlstate", None)
+                if code == "55P03" or "could not obtain lock" in str(e).lower():
+                    return None  # held: that transaction is not over (the rollback ends ours)
+                raise
+            row = conn.execute(select(runs).where(runs.c.run_id == run_id)).first()
+        if row is None:
+            raise UnknownRunError(f"no run with id {cap(run_id)!r} in {self.display_url}")
+        return dict(row._mapping)
 
     # ------------------------------------------------------------------ ledger
     def get_run(self, run_id: str) -> dict[str, Any]:
