@@ -165,3 +165,25 @@ def test_run_outcome_waits_for_no_transaction_that_holds_the_job(pg_url, sqlite_
                 assert store.run_outcome("held", "a" * 32) is None
             other.dispose()
             assert store.run_outcome("held", "a" * 32)["status"] == "RUNNING"
+
+
+def test_a_run_start_whose_answer_is_lost_does_not_hold_the_job(spark, cut_store, clock,
+                                                                tmp_path):
+    """``init``'s transaction (the lease and the RUNNING row) lands but its answer is lost:
+    ``init`` raises, and the run it started is ended at once (FAILED), so a retry from the
+    same, living process is not refused as a concurrent run until the lease expires."""
+    from sparkmark.state import open_store
+    proxy, url = cut_store
+    src, target = tmp_path / "in", tmp_path / "out"
+    put(src, "a.json", [1, 2], clock.now - 60 * MIN)
+    open_store(url)  # the store's tables exist: the next COMMIT after the run row is init's
+    proxy.cut_after(b"COMMIT", following=b"INSERT INTO sm_runs")
+    with pytest.raises(StateStoreError):
+        Job(spark, state=url, clock=clock).init("lost_start", EN)
+    assert proxy.cuts == 1
+    store = open_store(url)
+    [row] = store.list_runs(job_name="lost_start")
+    assert row["status"] == "FAILED" and "not confirmed" in row["error"], row
+    job = run_once(spark, url, clock, src, target, "lost_start")  # the retry is not refused
+    job.commit()
+    assert target_ids(target) == [1, 2]

@@ -271,11 +271,15 @@ class Job:
         snapshot = now if snapshot_ts is None else snapshot_ts
         run_id = uuid.uuid4().hex
         extra = dict(config or {})
-        start = self.store.begin_run(
-            name, run_id=run_id, option=parsed.option, now=now, snapshot_ts=snapshot,
-            lease_ms=self.lease_ms, pid=os.getpid(),
-            ledger={"config": json.dumps({"args": parsed.as_config(), **extra}, default=str),
-                    **dict(ledger or {})})
+        try:
+            start = self.store.begin_run(
+                name, run_id=run_id, option=parsed.option, now=now, snapshot_ts=snapshot,
+                lease_ms=self.lease_ms, pid=os.getpid(),
+                ledger={"config": json.dumps({"args": parsed.as_config(), **extra},
+                                             default=str), **dict(ledger or {})})
+        except StateStoreError as e:
+            self._release_unanswered(name, run_id, e)
+            raise
         self._reset_run_fields()
         self._job_name, self._run_id, self.args = name, run_id, parsed
         self.run_number, self.attempt = start.run_number, start.attempt
@@ -292,6 +296,20 @@ class Job:
             self.fail(e)
             raise
         return self
+
+    def _release_unanswered(self, name: str, run_id: str, error: StateStoreError) -> None:
+        """``begin_run`` raised: if its transaction landed all the same (the answer to its
+        ``COMMIT`` was lost), this live process holds the job's lease for a run nobody runs,
+        and a retry from the same process would be refused as a concurrent run until the
+        lease expired.  End that run (FAILED; only a RUNNING row of this run id and a lease it
+        holds change, so nothing happens when the transaction did not land); a store still out
+        of reach leaves it to the lease."""
+        try:  # not while a transaction holds the job (fail_run would wait for it)
+            if (self.store.run_outcome(name, run_id) or {}).get("status") == RunStatus.RUNNING:
+                self.store.fail_run(name, run_id, error=f"its start was not confirmed: {error}",
+                                    now=self.clock())
+        except Exception as e:  # noqa: BLE001 - the error that matters is the caller's
+            log.debug("ending unconfirmed run %s: %s", run_id, e)
 
     def commit(self, status: RunStatus | str | None = None, *, keep_bookmark: bool = False,
                note: str | None = None) -> int:

@@ -36,6 +36,7 @@ class CutProxy:
         self._lock = threading.Lock()
         self._marker: bytes | None = None
         self._down_s = 0.0
+        self._following: bytes | None = None
         self._refuse_until = 0.0
         self._pairs: list[tuple[socket.socket, socket.socket]] = []
         self._closed = False
@@ -43,11 +44,14 @@ class CutProxy:
         self.cuts = 0
         threading.Thread(target=self._accept, name="cutproxy-accept", daemon=True).start()
 
-    def cut_after(self, marker: bytes, down_s: float = 0.0) -> None:
+    def cut_after(self, marker: bytes, down_s: float = 0.0, *, following: bytes | None = None
+                  ) -> None:
         """Cut the connection whose next client message holds ``marker``, once, after the
-        server answered it; then refuse connections for ``down_s`` seconds."""
+        server answered it; then refuse connections for ``down_s`` seconds.  ``following``:
+        only on a connection that sent ``following`` before (the ``COMMIT`` of one
+        transaction: ``cut_after(b"COMMIT", following=b"INSERT INTO sm_runs")``)."""
         with self._lock:
-            self._marker, self._down_s = marker, down_s
+            self._marker, self._down_s, self._following = marker, down_s, following
 
     def close(self) -> None:
         """Stop accepting and close every connection."""
@@ -91,7 +95,10 @@ class CutProxy:
                 if not data:
                     break
                 with self._lock:
-                    if self._marker is not None and self._marker in data:
+                    if self._following is not None and self._following in data:
+                        state["primed"] = True
+                    if self._marker is not None and self._marker in data and (
+                            self._following is None or state.get("primed")):
                         self._marker = None
                         state["cutting"] = True
                 server.sendall(data)
