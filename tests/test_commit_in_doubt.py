@@ -187,3 +187,43 @@ def test_a_run_start_whose_answer_is_lost_does_not_hold_the_job(spark, cut_store
     job = run_once(spark, url, clock, src, target, "lost_start")  # the retry is not refused
     job.commit()
     assert target_ids(target) == [1, 2]
+
+
+def test_a_jdbc_target_keeps_its_staged_rows_while_the_outcome_is_unknown(
+        spark, cut_store, clock, pg_target):
+    """The same for the JDBC sink, whose discard deletes the run's rows from the staging
+    table: a lost answer and a 3 s outage keep them; the next run that writes to the table
+    (it brings the credentials) publishes them, once."""
+    import sqlalchemy as sa
+    proxy, url = cut_store
+    sa_url, jdbc, props = pg_target
+
+    def count(sql: str) -> int:
+        engine = sa.create_engine(sa_url)
+        try:
+            with engine.connect() as c:
+                return int(c.execute(sa.text(sql)).scalar() or 0)
+        finally:
+            engine.dispose()
+
+    df = spark.createDataFrame([(i, f"n{i}") for i in range(5)], "k INT, name STRING")
+    job = Job(spark, state=url, clock=clock).init("jdbc_lost", EN)
+    assert job.write_jdbc(df, jdbc, "orders_out", properties=props) == 5
+    run_id = job.run_id
+    proxy.cut_after(b"COMMIT", down_s=3.0)
+    cut_at = time.monotonic()
+    with pytest.raises(StateStoreError, match="is unknown"):
+        job.commit()
+    assert proxy.cuts == 1
+    assert count("SELECT count(*) FROM orders_out__sm_stage") == 5  # kept, not discarded
+    assert count("SELECT count(*) FROM orders_out") == 0
+
+    time.sleep(max(0.0, 3.2 - (time.monotonic() - cut_at)))
+    clock.advance(10 * MIN)
+    job2 = Job(spark, state=url, clock=clock).init("jdbc_lost", EN)
+    job2.write_jdbc(df.limit(0), jdbc, "orders_out", properties=props)
+    job2.commit()
+    assert count(f"SELECT count(*) FROM orders_out WHERE sm_run_id = '{run_id}'") == 5
+    assert count("SELECT count(*) FROM orders_out") == 5
+    assert count("SELECT count(*) FROM orders_out__sm_stage") == 0
+    assert job2.store.get_run(run_id)["publish_state"] == "done"
