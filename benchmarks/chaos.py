@@ -42,6 +42,11 @@ transaction each; unique record ids).  The step kinds:
   must be refused with ``ConcurrentRunError``;
 * ``clock``: the run's clock is real time jumped forward or back by minutes;
 * ``input``: new input arrives while the run is in progress (from a thread);
+* ``lost_answer`` (never drawn at random; replays and tests only): the workers reach the store
+  through a TCP proxy (:class:`sparkmark.devtools.netfault.CutProxy`) that passes the run's
+  commit to PostgreSQL and drops its answer, then refuses connections for ``down_s`` s (0 or
+  0.5-3); the run must complete (it reads its outcome again) or fail saying the outcome is
+  unknown, its row SUCCEEDED either way, its output published by it or by the next run;
 * ``reset_kill``: ``sparkmark bookmark reset JOB --remove-output`` (the CLI) gets SIGKILL at a
   random moment, or right after its store transaction (see :meth:`Schedule.reset_kill` for what
   the model expects then); the schedule goes on;
@@ -116,6 +121,11 @@ KINDS = ("run", "kill", "store_down", "racing", "clock", "input", "reset_kill")
 #: drawn only for the ``s3files`` job: its SeaweedFS server stopped during a run
 S3_KINDS = ("s3_down",)
 ALL_KINDS = KINDS + S3_KINDS
+#: never drawn at random (the seeds draw what they drew before): the state store's answer to
+#: the run's commit lost on its way back (a TCP proxy between the workers and PostgreSQL,
+#: :class:`sparkmark.devtools.netfault.CutProxy`), optionally followed by an outage; in
+#: replays (``--replay``) and tests/test_chaos.py.  Not for the pipeline job.
+LOST_KINDS = ("lost_answer",)
 #: the job kinds a schedule runs: JSON files -> parquet files, a PostgreSQL table -> another,
 #: JSON files -> an Iceberg table (Spark 3.5 with the Iceberg jars only), or a three-module
 #: sparkmark Pipeline (JSON files -> A -> B -> C, parquet; not a default: ~3x a files run)
@@ -475,6 +485,8 @@ def draw_step(rng: random.Random, kind: str | None = None, job: str = "files") -
         step["phase"] = rng.choice(list(phases))
         step["delay"] = round(rng.uniform(0, phases[step["phase"]][1]), 3)
         step["down_s"] = round(rng.uniform(0.2, 3.0), 2)
+    elif kind == "lost_answer":
+        step["down_s"] = rng.choice([0.0, round(rng.uniform(0.5, 3.0), 2)])
     elif kind == "clock":
         step["offset_min"] = rng.choice([-1, 1]) * rng.randint(1, 30)
         if job == "pipeline":
@@ -608,9 +620,17 @@ class Schedule:
     a fresh database on the data server: the state store's outages do not touch it)."""
 
     def __init__(self, pg, db: str, workdir: Path, log=print, job: str = "files",
-                 data_pg=None, s3=None):
+                 data_pg=None, s3=None, proxy: bool = False):
         self.pg, self.log, self.job, self.s3 = pg, log, job, s3
         self.state = pg.create_database(db)
+        # the workers reach the store through a CutProxy when a step loses answers (the
+        # checks and the CLI go straight to it)
+        self.proxy = None
+        worker_state = self.state
+        if proxy:
+            from sparkmark.devtools.netfault import CutProxy
+            self.proxy = CutProxy("127.0.0.1", pg.port)
+            worker_state = self.state.replace(f":{pg.port}/", f":{self.proxy.port}/")
         self.input, self.target = workdir / "input", workdir / "target"
         self.input.mkdir(parents=True)
         self.workdir = workdir
@@ -633,7 +653,7 @@ class Schedule:
         self.pipeline_bookmark: dict = {}      # pipeline: module A's bookmark after recovery
         src, dst = ((self.bucket.url("input"), self.bucket.url("target")) if self.bucket
                     else (str(self.input), str(self.target)))
-        self.base = [sys.executable, __file__, "--state", self.state, "--input", src,
+        self.base = [sys.executable, __file__, "--state", worker_state, "--input", src,
                      "--target", dst, "--job", job] + (
                          ["--data-jdbc", self.data_jdbc] if self.data_jdbc else [])
         self.reset_seen = 0                    # committed runs a reset may have rolled back
@@ -720,6 +740,33 @@ class Schedule:
                              "SUCCEEDED/EMPTY after its commit)")
         return "failed"
 
+    def lost_answer(self, s: dict) -> str:
+        """The run's commit reaches the store, its answer does not (then ``down_s`` s of
+        outage through the proxy).  The model: the run completes (it read the outcome again)
+        or fails saying the outcome is unknown; either way its row is SUCCEEDED (the commit
+        landed) and its output is published by the run or by the next one (checked with the
+        rest after recovery); a run that never got to commit is ``missed``."""
+        if self.proxy is None or self.job == "pipeline":
+            raise ValueError("lost_answer needs the schedule's proxy and a single job")
+        cuts = self.proxy.cuts
+        self.proxy.cut_after(b"COMMIT", s["down_s"],
+                             following=b"INSERT INTO sm_bookmark_versions")
+        t = self.start()
+        outcome = self.finish(t, "lost_answer")
+        self.proxy.disarm()
+        if self.proxy.cuts == cuts:
+            return "missed"
+        run = next((x[4:] for x in t.lines if x.startswith("RUN ")), None)
+        row = next((r for r in self.ledger() if r["run_id"] == run), None)
+        if row is None or row["status"] not in ("SUCCEEDED", "EMPTY"):
+            self.problems.append(f"lost_answer: run {run}'s commit landed but its row is "
+                                 f"{row and row['status']}")
+        if outcome == "completed" and row is not None and row["publish_state"] not in (
+                None, "done"):
+            self.problems.append(f"lost_answer: run {run} completed but its publish is "
+                                 f"{row['publish_state']!r}")
+        return outcome
+
     def outage(self, s: dict, stop, start, kind: str) -> tuple[Trial, str]:
         """Run the job, stop a server ``delay`` s after the step's phase marker, start it again
         after ``down_s`` s; the worker and its outcome."""
@@ -794,6 +841,8 @@ class Schedule:
             th.start()
             outcome = self.finish(t, kind)
             th.join()
+        elif kind == "lost_answer":
+            outcome = self.lost_answer(s)
         elif kind == "reset_kill" and self.job == "pipeline":
             outcome = self.rollback_kill(s)
         elif kind == "reset_kill":
@@ -1323,10 +1372,15 @@ def run_schedule(pg, steps: list[dict], seed: int, log=print, job: str = "files"
     _db_counter[0] += 1
     with tempfile.TemporaryDirectory(prefix="sparkmark-chaos-") as d:
         sch = Schedule(pg, f"chaos_{os.getpid()}_{_db_counter[0]}", Path(d), log=log, job=job,
-                       data_pg=data_pg, s3=s3)
-        for s in steps:
-            sch.step(s)
-        sch.recover_and_check()
+                       data_pg=data_pg, s3=s3,
+                       proxy=any(s["kind"] in LOST_KINDS for s in steps))
+        try:
+            for s in steps:
+                sch.step(s)
+            sch.recover_and_check()
+        finally:
+            if sch.proxy is not None:
+                sch.proxy.close()
         if job == "jdbc":
             sch.inputs.engine.dispose()
     return sch

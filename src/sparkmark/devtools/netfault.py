@@ -53,6 +53,11 @@ class CutProxy:
         with self._lock:
             self._marker, self._down_s, self._following = marker, down_s, following
 
+    def disarm(self) -> None:
+        """Forget a cut that has not happened."""
+        with self._lock:
+            self._marker, self._down_s, self._following = None, 0.0, None
+
     def close(self) -> None:
         """Stop accepting and close every connection."""
         self._closed = True
@@ -97,10 +102,11 @@ class CutProxy:
                 with self._lock:
                     if self._following is not None and self._following in data:
                         state["primed"] = True
-                    if self._marker is not None and self._marker in data and (
-                            self._following is None or state.get("primed")):
-                        self._marker = None
-                        state["cutting"] = True
+                    if self._marker is not None and self._marker in data:
+                        if self._following is None or state.get("primed"):
+                            self._marker = None
+                            state["cutting"] = True
+                        state["primed"] = False  # that transaction is over
                 server.sendall(data)
         except OSError:
             pass
