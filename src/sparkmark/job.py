@@ -304,6 +304,8 @@ class Job:
         lease expired.  End that run (FAILED; only a RUNNING row of this run id and a lease it
         holds change, so nothing happens when the transaction did not land); a store still out
         of reach leaves it to the lease."""
+        if not self.store.answers_can_be_lost:
+            return
         try:  # not while a transaction holds the job (fail_run would wait for it)
             if (self.store.run_outcome(name, run_id) or {}).get("status") == RunStatus.RUNNING:
                 self.store.fail_run(name, run_id, error=f"its start was not confirmed: {error}",
@@ -385,11 +387,12 @@ class Job:
         (only a RUNNING row changes), its staged output is *kept*, and the error says so:
         the next run of the job publishes it (the commit landed) or removes it (it did not).
         Refusals raised inside the transaction (the lease was taken over, the bookmark moved,
-        the store is another one) committed nothing and fail the run at once; an interrupt
+        the store is another one) committed nothing and fail the run at once, as does any
+        error on SQLite (a local call: it committed or it raised); an interrupt
         (Ctrl-C) keeps the staged output for the next run without asking the store.
         """
         if isinstance(error, (BookmarkConflictError, UnknownJobError, StateCorruptError,
-                              ValueError)):
+                              ValueError)) or not self.store.answers_can_be_lost:
             self.fail(error)
             return None
         if not isinstance(error, Exception):  # Ctrl-C, SystemExit: stop; the next run decides

@@ -841,6 +841,16 @@ class StateStore:
                      .values(current_version=version))
         return version
 
+    @property
+    def answers_can_be_lost(self) -> bool:
+        """Whether a transaction can land without this process hearing so: a database server
+        across a connection can carry out a ``COMMIT`` whose answer never arrives; SQLite's
+        commit is a call into a local library that either happened or raised.
+
+        Example: ``store.answers_can_be_lost  # False for sqlite:///state.db``
+        """
+        return self.engine.dialect.name != "sqlite"
+
     def run_outcome(self, job_name: str, run_id: str) -> dict[str, Any] | None:
         """Run ``run_id``'s ledger row read under the job row's lock, taken without waiting
         (``FOR UPDATE NOWAIT``): ``None`` while another transaction holds it.  Every
