@@ -754,6 +754,7 @@ class Schedule:
         t = self.start()
         outcome = self.finish(t, "lost_answer")
         self.proxy.disarm()
+        self.proxy.wait_accepting()  # the outage ends with the step, as store_down's does
         if self.proxy.cuts == cuts:
             return "missed"
         run = next((x[4:] for x in t.lines if x.startswith("RUN ")), None)

@@ -53,6 +53,12 @@ class CutProxy:
         with self._lock:
             self._marker, self._down_s, self._following = marker, down_s, following
 
+    def wait_accepting(self, timeout: float = 30.0) -> None:
+        """Return once the proxy no longer refuses connections (a cut's ``down_s`` is over)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < min(self._refuse_until, deadline):
+            time.sleep(0.05)
+
     def disarm(self) -> None:
         """Forget a cut that has not happened."""
         with self._lock:
