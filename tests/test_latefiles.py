@@ -7,6 +7,7 @@ import random
 
 import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis import event as note_event
 from hypothesis import strategies as st
 
 from sparkmark.errors import ConfigError
@@ -266,3 +267,83 @@ def test_detector_against_whole_history_model(timeline):
             full_low = state2.low
         prev_listing = visible
         state, sketch = state2, sketch2
+
+
+# ---------------------------------------------------------------------- the listing-order shortcut
+def _plan_parts(late):
+    s = late.sketch
+    return (late.late, late.count, late.overflow, late.removed, late.unseen, late.moved,
+            s.at, s.digest, s.table, s.full_at)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(step, min_size=1, max_size=12), st.randoms(use_true_random=False))
+def test_listing_order_shortcut_plans_what_the_keys_plan(timeline, rnd):
+    """A full listing whose settled region has the stored fingerprint skips the per-file keys;
+    whatever it plans (late, unseen, moved, removed, the next sketch) is what the keys give
+    (the same sketch without its fingerprint).  Listings are sometimes shuffled, so both ways
+    are taken: the reference is the plan without the shortcut."""
+    from dataclasses import replace as dc_replace
+    files: dict[str, int] = {}
+    deleted: dict[str, int] = {}
+    state = sketch = None
+    now, counter = 10_000, 0
+    for i, (events, advance, full, mode, bound) in enumerate(timeline):
+        for kind, offset, x in events:
+            if kind in ("new", "late"):
+                counter += 1
+                files[f"file:/in/f{counter}"] = now + offset
+            elif kind == "restore" and deleted:
+                p = sorted(deleted)[x % len(deleted)]
+                files.setdefault(p, deleted.pop(p))
+            elif files and kind in ("modify", "delete"):
+                p = sorted(files)[x % len(files)]
+                if kind == "delete":
+                    deleted[p] = files.pop(p)
+                else:
+                    files[p] = now + offset
+        now += advance
+        full = full or i == 0 or sketch is None
+        listing = [FileEntry(mtime=m, path=p, size=1) for p, m in files.items()]
+        if rnd.random() < 0.2:
+            rnd.shuffle(listing)
+        opts = BandOptions(max_band=DT, bounded_files=bound)
+        plan = plan_band(listing, state, now, opts)
+        args = (listing, state.low if state else None)
+        rest = (state.files if state else {}, plan.selected, plan.state.low)
+        kw = {"full": full, "keep_late": mode == "warn"}
+        got = plan_late(*args, sketch, *rest, **kw)
+        ref = plan_late(*args, None if sketch is None else dc_replace(sketch, order=None),
+                        *rest, **kw)
+        assert _plan_parts(got) == _plan_parts(ref)
+        if full and sketch is not None and sketch.order is not None and state is not None \
+                and sketch.at == state.low and got.sketch.order is not None:
+            note_event("the stored fingerprint was there to compare")  # --hypothesis-show-statistics
+        _, _, state, sketch = run(listing, state, sketch, now, full=full, mode=mode, opts=opts)
+
+
+def test_listing_order_shortcut_is_taken_and_falls_back():
+    """The second full listing of an unchanged directory takes the shortcut (no keys); a late
+    file, a deleted file or another listing order each take the keys and say what they find."""
+    import sparkmark.planning.latefiles as lf
+    listing = [F(f"f{i}", 1000 + i) for i in range(50)]
+    _, first, state, sketch = run(listing, None, None, 10_000)
+    assert first.count is None and sketch.order is not None
+    calls = []
+    real = lf.keys_of
+    lf.keys_of = lambda entries: calls.append(len(list(entries))) or real(entries)
+    try:
+        _, second, state2, sketch2 = run(listing, state, sketch, 10_200)
+        assert second.count == 0 and max(calls, default=0) == 0, calls  # no settled keys
+        assert sketch2.order == sketch.order and sketch2.digest == sketch.digest
+        calls.clear()
+        late = listing + [F("late", 500)]
+        _, found, _, _ = run(late, state, sketch, 10_200)
+        assert [f.path for f in found.late] == ["file:/in/late"]
+        assert max(calls) == sum(f.mtime <= state.low for f in late)  # every settled file
+        _, gone, _, _ = run(listing[1:], state, sketch, 10_200)
+        assert gone.count == 0 and gone.removed == 1
+        _, shuffled, _, s2 = run(listing[::-1], state, sketch, 10_200)
+        assert shuffled.count == 0 and s2.order != sketch.order and s2.digest == sketch.digest
+    finally:
+        lf.keys_of = real
