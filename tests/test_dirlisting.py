@@ -1,0 +1,83 @@
+"""The local lister (``sources/dirlisting.local_level``) on real directories: a large directory
+(whose ``stat`` calls run on threads, in chunks) lists exactly what one ``os.scandir`` +
+``stat`` pass finds, with Spark's hidden rule; files removed while listing are left out."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from sparkmark.planning.listing import hidden
+from sparkmark.sources import dirlisting
+from sparkmark.sources.dirlisting import local_level
+
+
+def reference(d):
+    """One plain pass: (mtime ms, path, size) of the visible files, and the subdirectories."""
+    files, dirs = set(), set()
+    with os.scandir(d) as it:
+        for e in it:
+            if hidden(e.name):
+                continue
+            if e.is_dir():
+                dirs.add(e.name)
+                continue
+            try:
+                st = e.stat()
+            except FileNotFoundError:
+                continue
+            files.add((st.st_mtime_ns // 1_000_000, f"file:{d}/{e.name}", st.st_size))
+    return files, dirs
+
+
+@pytest.mark.parametrize("n", [10, 3_000, 20_000])
+def test_a_directory_lists_as_one_scandir_pass_finds_it(tmp_path, n):
+    d = tmp_path / "in"
+    d.mkdir()
+    for i in range(n):
+        p = d / f"f{i:06d}.json"
+        p.write_bytes(b"x" * (i % 7))
+        os.utime(p, ns=(i * 1_000_000_000 + 123_456_789,) * 2)
+    for name in ("_SUCCESS", ".hidden", "part._COPYING_", "_tmp"):
+        (d / name).write_text("h")
+    (d / "k=1").mkdir()
+    (d / "sub").mkdir()
+    os.symlink(d / "f000001.json", d / "link.json")        # followed, like DirEntry.stat
+    os.symlink(d / "missing.json", d / "dangling.json")    # a dangling link is left out
+    level = next(local_level([f"file:{d}"], recurse=True))
+    files, dirs = reference(d)
+    assert set(level.files) == files and len(level.files) == len(files) == n + 1
+    assert {x.name for x in level.dirs} == dirs == {"k=1", "sub"}
+    # without recurse only partition folders are entered
+    level = next(local_level([f"file:{d}"], recurse=False))
+    assert {x.name for x in level.dirs} == {"k=1"} and set(level.files) == files
+
+
+def test_files_and_directories_removed_while_listing_are_left_out(tmp_path):
+    d = tmp_path / "in"
+    d.mkdir()
+    for name in ("a", "b"):
+        (d / name).write_text("1")
+    kept, times, sizes = dirlisting._stat_names(str(d), ["a", "gone", "b"])
+    assert kept == ["a", "b"] and sizes == [1, 1] and len(times) == 2
+    assert dirlisting._stat_names(str(tmp_path / "removed"), ["a"]) == ([], [], [])
+
+
+def test_the_threads_are_used_for_large_chunks_and_stopped(tmp_path, monkeypatch):
+    import threading
+    d = tmp_path / "in"
+    d.mkdir()
+    for i in range(2_500):
+        (d / f"{i}.csv").write_text("1")
+    monkeypatch.setattr(dirlisting, "_STATTERS", 2)
+    seen = set()
+    real = dirlisting._stat_names
+
+    def spy(local, names):
+        seen.add(threading.current_thread().name.split("_")[0])
+        return real(local, names)
+    monkeypatch.setattr(dirlisting, "_stat_names", spy)
+    level = next(local_level([f"file:{d}"]))
+    assert len(level.files) == 2_500
+    assert seen == {"sparkmark-stat"}
+    assert not [t for t in threading.enumerate() if t.name.startswith("sparkmark-stat")]
