@@ -29,6 +29,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from operator import itemgetter
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -340,7 +341,7 @@ def plan_band(listing: Iterable[FileEntry], previous: BandState | None, listing_
     # ``low`` past files the storage stamps later.  The state's T is bounded by what the file
     # system shows: at most the newest listed mtime + dt - 1, so low = T_state - dt stays below
     # every file written from now on (docs/files.md, "Clocks").  Selection still uses T.
-    newest = max((e.mtime for e in listing), default=None)
+    newest = max(map(itemgetter(0), listing), default=None)  # FileEntry[0] is its mtime
     T_state = T if newest is None else min(T, newest + dt - 1)
     band_start = T_state - dt
 
@@ -350,9 +351,9 @@ def plan_band(listing: Iterable[FileEntry], previous: BandState | None, listing_
     candidates: list[FileEntry] = []
     waiting = 0
     check_files = bool(prev_files)
-    for entry in listing:
-        if prev_low is not None and entry.mtime <= prev_low:
-            continue  # settled: not even hashed, so a big old directory costs little
+    # settled files (mtime <= prev_low) are not even hashed, so a big old directory costs little
+    unsettled = listing if prev_low is None else [e for e in listing if e[0] > prev_low]
+    for entry in unsettled:
         if check_files and prev_files.get(path_hash(entry.path)) == entry.mtime:
             continue
         if entry.mtime > T:
