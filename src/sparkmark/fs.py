@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import re
+import weakref
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from .compat import is_connect
@@ -35,6 +36,10 @@ _STATUS = re.compile(
 Status = tuple[str, bool, int, int]  # (path, is_dir, size, mtime ms)
 
 
+#: Hadoop's ``Path`` class per py4j gateway (one per driver JVM; forgotten with it)
+_PATH_CLASSES: "weakref.WeakKeyDictionary[Any, Any]" = weakref.WeakKeyDictionary()
+
+
 class HadoopFS:
     """A thin wrapper over Hadoop's FileSystem for the file system of ``path``."""
 
@@ -45,9 +50,12 @@ class HadoopFS:
         jsc: Any = sc._jsc
         self._jvm, self._gateway = jvm, gateway
         self.conf = jsc.hadoopConfiguration()
-        # the class, resolved once: every ``jvm.org.apache.hadoop.fs.Path`` lookup is a py4j
-        # round trip per package level
-        self.path_class = jvm.org.apache.hadoop.fs.Path
+        # the class, resolved once per gateway: every ``jvm.org.apache.hadoop.fs.Path`` lookup
+        # is a py4j round trip per package level (five)
+        path_class = _PATH_CLASSES.get(gateway)
+        if path_class is None:
+            path_class = _PATH_CLASSES[gateway] = jvm.org.apache.hadoop.fs.Path
+        self.path_class: Any = path_class
         self.root = self.path_class(path)
         self.fs = self.root.getFileSystem(self.conf)
         self.own_lists = 0  # LIST requests made through the store's SDK (list_after)

@@ -107,14 +107,23 @@ def reader_options(fmt: str, options: dict[str, Any]) -> tuple[dict[str, str], A
     return opts, schema
 
 
+@functools.lru_cache(maxsize=64)
+def _ddl_json(text: str) -> str:
+    """A DDL schema as Spark's JSON for it.  Spark's DDL parser is in the JVM (three py4j round
+    trips, ~2-3 ms); a process that runs the same job again (a pipeline, a scheduler's worker)
+    parses each schema once.  Failures are not cached."""
+    from pyspark.sql.types import _parse_datatype_string
+    return _parse_datatype_string(text).json()
+
+
 def _parse_schema(schema: Any):
     from pyspark.sql.types import StructType
     text = str(schema).strip()
     try:
         if text.startswith("{"):
             return StructType.fromJson(json.loads(text))
-        from pyspark.sql.types import _parse_datatype_string
-        parsed = _parse_datatype_string(text)
+        from pyspark.sql.types import _parse_datatype_json_string
+        parsed = _parse_datatype_json_string(_ddl_json(text))
     except Exception as e:  # noqa: BLE001 - any parse failure is the user's schema
         raise ConfigError(f"option schema {text[:200]!r} cannot be parsed ({java_error_text(e)}); "
                           "give a DDL string such as 'id INT, name STRING' or a StructType") \
