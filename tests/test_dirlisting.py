@@ -1,6 +1,7 @@
 """The local lister (``sources/dirlisting.local_level``) on real directories: a large directory
-(whose ``stat`` calls run on threads, in chunks) lists exactly what one ``os.scandir`` +
-``stat`` pass finds, with Spark's hidden rule; files removed while listing are left out."""
+(stat'ed in chunks, by name relative to the directory) lists exactly what one ``os.scandir`` +
+``DirEntry.stat`` pass finds, with Spark's hidden rule; files removed while listing are left
+out."""
 from __future__ import annotations
 
 import os
@@ -63,21 +64,13 @@ def test_files_and_directories_removed_while_listing_are_left_out(tmp_path):
     assert dirlisting._stat_names(str(tmp_path / "removed"), ["a"]) == ([], [], [])
 
 
-def test_the_threads_are_used_for_large_chunks_and_stopped(tmp_path, monkeypatch):
-    import threading
+def test_without_dir_fd_the_same_files_are_listed(tmp_path, monkeypatch):
     d = tmp_path / "in"
     d.mkdir()
-    for i in range(2_500):
-        (d / f"{i}.csv").write_text("1")
-    monkeypatch.setattr(dirlisting, "_STATTERS", 2)
-    seen = set()
-    real = dirlisting._stat_names
-
-    def spy(local, names):
-        seen.add(threading.current_thread().name.split("_")[0])
-        return real(local, names)
-    monkeypatch.setattr(dirlisting, "_stat_names", spy)
-    level = next(local_level([f"file:{d}"]))
-    assert len(level.files) == 2_500
-    assert seen == {"sparkmark-stat"}
-    assert not [t for t in threading.enumerate() if t.name.startswith("sparkmark-stat")]
+    for i in range(5_000):
+        (d / f"{i}.csv").write_text("1" * (i % 3))
+    with_fd = set(next(local_level([f"file:{d}"])).files)
+    monkeypatch.setattr(dirlisting, "_DIR_FD", False)   # stat by joined path instead
+    assert set(next(local_level([f"file:{d}"])).files) == with_fd and len(with_fd) == 5_000
+    kept, _, _ = dirlisting._stat_names(str(d), ["0.csv", "gone"])
+    assert kept == ["0.csv"]

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import functools
 import os
-from concurrent.futures import ThreadPoolExecutor
 from itertools import repeat
 from operator import floordiv
 from typing import Callable, Iterator, Sequence, TypeVar
@@ -26,11 +25,8 @@ from ..planning.listing import DirEntry, FileEntry, Level, enter, hidden
 
 _MS = 1_000_000
 _new_entry = functools.partial(tuple.__new__, FileEntry)  # FileEntry from an (m, path, size)
-_CHUNK = 8192
-#: threads that ``stat`` a large directory's files (measured on 2 cores: 2 beat 1, 3 and 4)
-_STATTERS = min(2, os.cpu_count() or 1)
+_CHUNK = 4096
 _DIR_FD = os.stat in os.supports_dir_fd  # stat by name relative to the directory (no path walk)
-_THREADED_FROM = 1024  # names per chunk from which the threads pay for themselves
 
 
 def local_level(dirs: Sequence[str], recurse: bool = True) -> Iterator[Level]:
@@ -38,17 +34,15 @@ def local_level(dirs: Sequence[str], recurse: bool = True) -> Iterator[Level]:
     and the subdirectories the walk may enter (others would cost a ``stat``).
 
     The loop is the hot path of a listing (one pass per file), so it does no more per entry
-    than ``os.scandir`` must: names go to a list, and the files' ``stat`` calls (most of a
-    listing's time) are made :data:`_CHUNK` names at a time, split over :data:`_STATTERS`
-    threads where the directory is large (a ``stat`` releases the GIL: 100,000 files list in
-    about 0.75 of the time of one thread on 2 cores); the :class:`FileEntry` tuples are built
-    from the names, times and sizes by C-level ``map``/``zip``."""
-    with _Statter() as statter:
-        for d in dirs:
-            yield _local_dir(d, recurse, statter)
+    than ``os.scandir`` must: names go to a list, and every :data:`_CHUNK` names the files are
+    stat'ed by name relative to the open directory (``dir_fd``: no path walk per file; ~11%
+    faster than ``DirEntry.stat``) and their :class:`FileEntry` tuples built by C-level
+    ``map``/``zip``."""
+    for d in dirs:
+        yield _local_dir(d, recurse)
 
 
-def _local_dir(d: str, recurse: bool, statter: "_Statter") -> Level:
+def _local_dir(d: str, recurse: bool) -> Level:
     local = d[5:] if d.startswith("file:") else d
     base = d.rstrip("/") + "/"
     try:
@@ -77,15 +71,15 @@ def _local_dir(d: str, recurse: bool, statter: "_Statter") -> Level:
                 continue  # removed while listing
             names.append(name)
             if len(names) >= _CHUNK:  # bound the side lists: a flat 1M-file directory
-                statter.flush(files, local, base, names)
-    statter.flush(files, local, base, names)
+                _flush(files, local, base, names)
+    _flush(files, local, base, names)
     return Level(d, files, subdirs)
 
 
 def _stat_names(local: str, names: Sequence[str]) -> tuple[list[str], list[int], list[int]]:
     """``(names, mtimes ns, sizes)`` of the files ``names`` in directory ``local`` (one
     ``stat`` each, following links as ``DirEntry.stat`` does); a file removed since the
-    directory was read is left out."""
+    directory was read is left out, and so is everything when the directory is gone."""
     kept: list[str] = []
     times: list[int] = []
     sizes: list[int] = []
@@ -113,35 +107,12 @@ def _stat_names(local: str, names: Sequence[str]) -> tuple[list[str], list[int],
     return kept, times, sizes
 
 
-class _Statter:
-    """Stats a chunk of names, on :data:`_STATTERS` threads when it is large enough to gain
-    (threads are started on the first such chunk and stopped when the listing ends)."""
-
-    def __init__(self) -> None:
-        self.pool: ThreadPoolExecutor | None = None
-
-    def __enter__(self) -> "_Statter":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self.pool is not None:
-            self.pool.shutdown(wait=True)
-            self.pool = None
-
-    def flush(self, files: list[FileEntry], local: str, base: str, names: list[str]) -> None:
-        """Append the FileEntry tuples of ``names`` (files in ``local``), then clear it."""
-        if len(names) < _THREADED_FROM or _STATTERS < 2:
-            parts = [_stat_names(local, names)]
-        else:
-            if self.pool is None:
-                self.pool = ThreadPoolExecutor(_STATTERS, thread_name_prefix="sparkmark-stat")
-            step = -(-len(names) // _STATTERS)
-            parts = list(self.pool.map(functools.partial(_stat_names, local),
-                                       [names[i:i + step] for i in range(0, len(names), step)]))
-        for kept, times, sizes in parts:
-            files.extend(map(_new_entry, zip(map(floordiv, times, repeat(_MS)),
-                                             map(base.__add__, kept), sizes)))
-        names.clear()
+def _flush(files: list[FileEntry], local: str, base: str, names: list[str]) -> None:
+    """Append the FileEntry tuples of ``names`` (files in ``local``), then clear it."""
+    kept, times, sizes = _stat_names(local, names)
+    files.extend(map(_new_entry, zip(map(floordiv, times, repeat(_MS)),
+                                     map(base.__add__, kept), sizes)))
+    names.clear()
 
 
 _T = TypeVar("_T")
