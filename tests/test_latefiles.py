@@ -173,6 +173,28 @@ step = st.tuples(st.lists(event, max_size=6), st.integers(0, 3 * DT), st.boolean
                  st.sampled_from(["warn", "read"]), st.one_of(st.none(), st.integers(1, 3)))
 
 
+def apply_events(events, files: dict[str, int], deleted: dict[str, int],
+                 used: set[tuple[str, int]], now: int, counter: int) -> int:
+    """One step's arrivals, late arrivals, modifications (never back to a version the path
+    had), deletions and restores, applied to ``files``; returns the new file counter."""
+    for kind, offset, x in events:
+        if kind in ("new", "late"):
+            counter += 1
+            files[f"file:/in/f{counter}"] = now + offset
+        elif kind == "restore" and deleted:
+            p = sorted(deleted)[x % len(deleted)]
+            if p not in files:
+                files[p] = deleted.pop(p)
+        elif files and kind in ("modify", "delete"):
+            p = sorted(files)[x % len(files)]
+            if kind == "delete":
+                deleted[p] = files.pop(p)
+            elif (p, now + offset) not in used:
+                files[p] = now + offset
+        used.update(files.items())
+    return counter
+
+
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(step, min_size=1, max_size=12))
 def test_detector_against_whole_history_model(timeline):
@@ -205,22 +227,7 @@ def test_detector_against_whole_history_model(timeline):
     state = sketch = None
     now, counter = 10_000, 0
     for i, (events, advance, full, mode, bound) in enumerate(timeline):
-        for kind, offset, x in events:
-            if kind in ("new", "late"):
-                counter += 1
-                p = f"file:/in/f{counter}"
-                files[p] = now + offset
-            elif kind == "restore" and deleted:
-                p = sorted(deleted)[x % len(deleted)]
-                if p not in files:
-                    files[p] = deleted.pop(p)
-            elif files and kind in ("modify", "delete"):
-                p = sorted(files)[x % len(files)]
-                if kind == "delete":
-                    deleted[p] = files.pop(p)
-                elif (p, now + offset) not in used:
-                    files[p] = now + offset
-            used.update(files.items())
+        counter = apply_events(events, files, deleted, used, now, counter)
         now += advance
         full = full or i == 0 or sketch is None
         all_full = all_full and full
@@ -286,22 +293,11 @@ def test_listing_order_shortcut_plans_what_the_keys_plan(timeline, rnd):
     from dataclasses import replace as dc_replace
     files: dict[str, int] = {}
     deleted: dict[str, int] = {}
+    used: set[tuple[str, int]] = set()
     state = sketch = None
     now, counter = 10_000, 0
     for i, (events, advance, full, mode, bound) in enumerate(timeline):
-        for kind, offset, x in events:
-            if kind in ("new", "late"):
-                counter += 1
-                files[f"file:/in/f{counter}"] = now + offset
-            elif kind == "restore" and deleted:
-                p = sorted(deleted)[x % len(deleted)]
-                files.setdefault(p, deleted.pop(p))
-            elif files and kind in ("modify", "delete"):
-                p = sorted(files)[x % len(files)]
-                if kind == "delete":
-                    deleted[p] = files.pop(p)
-                else:
-                    files[p] = now + offset
+        counter = apply_events(events, files, deleted, used, now, counter)
         now += advance
         full = full or i == 0 or sketch is None
         listing = [FileEntry(mtime=m, path=p, size=1) for p, m in files.items()]
