@@ -74,3 +74,69 @@ def test_without_dir_fd_the_same_files_are_listed(tmp_path, monkeypatch):
     assert set(next(local_level([f"file:{d}"])).files) == with_fd and len(with_fd) == 5_000
     kept, _, _ = dirlisting._stat_names(str(d), ["0.csv", "gone"])
     assert kept == ["0.csv"]
+
+
+def test_a_local_root_is_what_hadoop_makes_of_it(classic_spark, tmp_path):
+    """``local_root`` qualifies and stats a plain local directory the way Hadoop's
+    ``makeQualified`` + ``getFileStatus`` do (the root resolution without py4j, issue 26), and
+    leaves every other spelling to Hadoop."""
+    from sparkmark.fs import HadoopFS, default_fs
+    d = tmp_path / "in_x=1.a-b+c@d~e,f"
+    d.mkdir()
+    (d / "f.json").write_text("{}")
+    (tmp_path / ".dotted").mkdir()
+    base = str(d)
+    plain = [base, base + "/", "file:" + base, "file://" + base, "file://" + base + "/",
+             str(tmp_path / ".dotted")]
+    assert default_fs(classic_spark) == "file:///"
+    for raw in plain:
+        mine = dirlisting.local_root(raw, lambda: default_fs(classic_spark))
+        assert mine is not None, raw
+        fs = HadoopFS(classic_spark, raw)
+        [(path, is_dir, _, mtime)] = fs.status_of(fs.qualify(raw))
+        assert mine == [(path, is_dir, 0, mtime)], raw
+    # not there: [] as Hadoop's status_of says
+    gone = base + "-missing"
+    assert dirlisting.local_root(gone, lambda: "file:///") == []
+    assert HadoopFS(classic_spark, gone).status_of(HadoopFS(classic_spark, gone).qualify(gone)) == []
+    # left to Hadoop: a file, relative, odd segments or characters, an authority, another FS
+    others = [base + "/f.json", "in", "./in", base + "//x", base + "/../in", base + "/.",
+              str(tmp_path / "a b"), str(tmp_path / "a:b"), str(tmp_path / "a%20b"),
+              "file://host" + base, "hdfs://nn" + base, "/"]
+    for raw in others:
+        assert dirlisting.local_root(raw, lambda: "file:///") is None, raw
+    # a bare path names the default file system, which may not be local
+    assert dirlisting.local_root(base, lambda: "hdfs://nn:8020") is None
+    assert dirlisting.local_root("file:" + base, lambda: "hdfs://nn:8020") is not None
+
+
+def test_a_run_resolves_a_plain_local_root_without_py4j(classic_spark, tmp_path):
+    """``list_inputs`` lists a plain local directory with no py4j round trip beyond the
+    default file system's name (a bare path), and with none at all for ``file:`` paths."""
+    from py4j import clientserver
+
+    from sparkmark.planning.bands import BandOptions
+    from sparkmark.sources.files import list_inputs
+    d = tmp_path / "in"
+    d.mkdir()
+    for i in range(5):
+        (d / f"f{i}.json").write_text("{}")
+    calls: list[str] = []
+    orig = clientserver.ClientServerConnection.send_command
+
+    def counting(self, command):
+        calls.append(command)
+        return orig(self, command)
+
+    clientserver.ClientServerConnection.send_command = counting
+    try:
+        bare = list_inputs(classic_spark, [str(d)], BandOptions())
+        n_bare = len(calls)
+        calls.clear()
+        qualified = list_inputs(classic_spark, ["file:" + str(d)], BandOptions())
+        n_qualified = len(calls)
+    finally:
+        clientserver.ClientServerConnection.send_command = orig
+    assert n_bare == 2 and n_qualified == 0
+    assert bare.roots == qualified.roots == ["file:" + str(d)]
+    assert sorted(f.path for f in bare.entries) == [f"file:{d}/f{i}.json" for i in range(5)]

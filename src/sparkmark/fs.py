@@ -302,6 +302,16 @@ def storage_secrets(spark: "SparkSession", path: str) -> dict[str, str]:
     return found
 
 
+def default_fs(spark: "SparkSession") -> str:
+    """The Hadoop configuration's ``fs.defaultFS`` (``file:///`` unless set): where a path
+    without a scheme lives.  Classic sessions only.
+
+    Example: ``default_fs(spark)`` -> ``"file:///"``
+    """
+    value = spark.sparkContext._jsc.hadoopConfiguration().get("fs.defaultFS")
+    return str(value) if value is not None else "file:///"
+
+
 def open_fs(spark: "SparkSession", path: str, *, what: str = "path") -> "HadoopFS | ArrowFS":
     """:func:`file_system` for ``path``, or a :class:`SourceError`-free ``ValueError`` naming
     the path when its scheme or URI is bad (callers wrap it in their own error kind)."""

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import functools
 import os
+import re
+import stat
 from itertools import repeat
 from operator import floordiv
 from typing import Callable, Iterator, Sequence, TypeVar
@@ -27,6 +29,52 @@ _MS = 1_000_000
 _new_entry = functools.partial(tuple.__new__, FileEntry)  # FileEntry from an (m, path, size)
 _CHUNK = 4096
 _DIR_FD = os.stat in os.supports_dir_fd  # stat by name relative to the directory (no path walk)
+
+
+#: a local path whose Hadoop form is itself: absolute, no empty, ``.`` or ``..`` segment, and only
+#: characters that a URI leaves alone (anything else takes Hadoop's own ``Path``)
+_PLAIN_LOCAL = re.compile(r"/(?:(?!\.\.?(?:/|$))[A-Za-z0-9._=+,@~-]+/)*(?!\.\.?$)[A-Za-z0-9._=+,@~-]+/?")
+
+
+def local_root(raw: str, default_fs: Callable[[], str]
+               ) -> list[tuple[str, bool, int, int]] | None:
+    """``[(qualified path, True, 0, mtime ms)]`` for the local input directory ``raw``,
+    ``[]`` when nothing is there, found without Hadoop; ``None`` when Hadoop must resolve it
+    (a file, another file system, a relative or unusual path, an error other than "not
+    there").
+
+    Hadoop qualifies ``/data/in``, ``file:/data/in/`` and ``file:///data/in`` to
+    ``file:/data/in`` (a bare path when the default file system, ``default_fs()``, is
+    ``file:``); doing that here saves a run the eleven py4j round trips of opening the file
+    system and asking it (issue 26).  ``tests/test_dirlisting.py`` holds it to Hadoop's answer.
+
+    Example: ``local_root("file:///data/in", lambda: "file:///")`` ->
+    ``[("file:/data/in", True, 0, 1732700000000)]``
+    """
+    if raw.startswith("file:"):
+        path = raw[5:]
+        if path.startswith("///"):
+            path = path[2:]
+        elif path.startswith("//"):
+            return None  # an authority
+    elif raw.startswith("/"):
+        if not default_fs().startswith("file:"):
+            return None  # a bare path on HDFS or an object store
+        path = raw
+    else:
+        return None
+    if not _PLAIN_LOCAL.fullmatch(path):
+        return None
+    path = path.rstrip("/")
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return []
+    except OSError:
+        return None  # Hadoop's message
+    if not stat.S_ISDIR(st.st_mode):
+        return None
+    return [("file:" + path, True, 0, st.st_mtime_ns // _MS)]
 
 
 def local_level(dirs: Sequence[str], recurse: bool = True) -> Iterator[Level]:

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence, overload
 from .. import compat, listing_progress
 from ..errors import ConfigError, SourceError
 from ..formats import PARSED_FORMATS, READ_FORMATS
-from ..fs import file_system, storage_secrets
+from ..fs import default_fs, file_system, storage_secrets
 from ..gcpause import gc_paused
 from ..jvm import java_error_text, storage_error_text
 from ..planning.bands import (BandOptions, BandState, FileEntry, excluded, glob_to_regex,
@@ -46,7 +46,7 @@ from ..planning.rewrites import RewritePlan, plan_rewrites
 from ..run import FileRead, ReadMode, RunContext
 from ..schema_drift import name_paths, skip_hint, split_drift_option
 from ..secrets import mask_url
-from .dirlisting import hadoop_after, hadoop_level, local_level
+from .dirlisting import hadoop_after, hadoop_level, local_level, local_root
 from .drift import PROBE_LIMIT, known_from_element, known_json, read_drift
 
 log = logging.getLogger("sparkmark")
@@ -216,7 +216,22 @@ def list_inputs(spark: "SparkSession | None", paths: Sequence[str], opts: BandOp
         open_path: Callable[[str], Any] = functools.partial(file_system, spark)
     else:
         open_path = fs_for
+    default: list[str] = []  # fs.defaultFS, asked once and only for a bare path
+
+    def default_once() -> str:
+        if not default:
+            default.append(default_fs(spark))
+        return default[0]
+
+    plain_local = fast_local and fs_for is None and not compat.is_connect(spark)
     for raw in paths:
+        if plain_local:  # a plain local directory: no Hadoop round trips (issue 26)
+            local = local_root(str(raw), default_once)
+            if local is not None:
+                if not local:
+                    raise _missing_input(raw)
+                resolved.append((None, local))
+                continue
         try:
             fs = open_path(raw)
             qualified = fs.qualify(raw)
@@ -235,8 +250,7 @@ def list_inputs(spark: "SparkSession | None", paths: Sequence[str], opts: BandOp
                               f"{storage_error_text(e, raw)}; nothing was read or committed: the "
                               "next run reads the same input") from None
         if not found:
-            raise SourceError(f"input path {mask_url(raw)!r} does not exist (or matches no file); check "
-                              "the path, or create the directory before the first run")
+            raise _missing_input(raw)
         resolved.append((fs, found))
     roots = [path for _, found in resolved for path, _, _, _ in found]
     out.roots = roots
@@ -293,6 +307,11 @@ def list_inputs(spark: "SparkSession | None", paths: Sequence[str], opts: BandOp
     if counted:
         out.list_requests = sum((after or 0) - before for after, before in counted)
     return out
+
+
+def _missing_input(raw: str) -> SourceError:
+    return SourceError(f"input path {mask_url(raw)!r} does not exist (or matches no file); check "
+                       "the path, or create the directory before the first run")
 
 
 def _kept(cut: int, patterns: list, path: str) -> bool:
