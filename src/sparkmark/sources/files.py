@@ -219,6 +219,7 @@ def list_inputs(spark: "SparkSession | None", paths: Sequence[str], opts: BandOp
     default: list[str] = []  # fs.defaultFS, asked once and only for a bare path
 
     def default_once() -> str:
+        assert spark is not None  # only asked when there is no fs_for
         if not default:
             default.append(default_fs(spark))
         return default[0]
