@@ -47,6 +47,41 @@ def test_iblt_decodes_the_symmetric_difference():
     assert complete and plus == only_a and minus == only_b
 
 
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.integers(0, (1 << 64) - 1), max_size=120), st.integers(1, 40),
+       st.lists(st.integers(0, (1 << 64) - 1), max_size=20))
+def test_iblt_add_all_on_arrays_is_add_of_each_key(keys, threshold, before):
+    """``add_all`` of many keys sums on numpy arrays: the table is the one ``add`` of each key
+    makes (the 64-bit products wrap, extreme keys included), on an empty table or not."""
+    from sparkmark.planning import latefiles
+    keys = keys + [0, (1 << 64) - 1]
+    reference = IBLT()
+    for k in before + keys:
+        reference.add(k)
+    saved = latefiles._ARRAY_FROM
+    latefiles._ARRAY_FROM = threshold  # arrays from this many keys on (4,096 in use)
+    try:
+        table = IBLT()
+        table.add_all(before)
+        table.add_all(iter(keys))  # any iterable
+    finally:
+        latefiles._ARRAY_FROM = saved
+    assert table == reference
+    if len(before) >= threshold or len(keys) >= threshold:
+        note_event("arrays used")
+
+
+def test_iblt_add_all_of_a_first_runs_keys_matches_one_add_each():
+    rng = random.Random(17)
+    keys = [rng.getrandbits(64) for _ in range(50_000)]
+    reference = IBLT()
+    for k in keys:
+        reference.add(k)
+    table = IBLT()
+    table.add_all(keys)
+    assert table == reference
+
+
 def test_iblt_capacity_is_as_documented_and_overflow_is_reported_not_guessed():
     rng = random.Random(11)
     for trial in range(5):

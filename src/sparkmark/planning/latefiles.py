@@ -120,6 +120,46 @@ def _cells(key: int) -> tuple[int, int, int]:
     return (h & 0xFF, WIDTH + ((h >> 21) & 0xFF), 2 * WIDTH + ((h >> 42) & 0xFF))
 
 
+#: keys from which :meth:`IBLT.add_all` sums on numpy arrays (a first run's sketch of a
+#: million files: ~1.7 s of Python loop, ~0.1 s on arrays; below it the loop is cheaper)
+_ARRAY_FROM = 4096
+
+
+def _mix64_array(x: Any) -> Any:
+    """:func:`mix64` of every element of a ``uint64`` array (products wrap modulo 2**64)."""
+    import numpy as np
+    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return x ^ (x >> np.uint64(31))
+
+
+def _cell_sums(keys: Sequence[int]) -> list[tuple[int, int, int, int]]:
+    """``(cell, keys added, XOR of the keys, XOR of their checks)`` for every cell that
+    ``keys`` touch: what ``add`` of each key adds up to, computed on arrays.
+
+    >>> t = IBLT(); t.add(7)
+    >>> sorted(i for i, *_ in _cell_sums([7])) == [i for i in range(CELLS) if t.counts[i]]
+    True
+    """
+    import numpy as np
+    k = np.array(keys, dtype=np.uint64)
+    h = _mix64_array(k)
+    c = _mix64_array(k ^ np.uint64(0xD6E8FEB86659FD93)) >> np.uint64(32)  # _check
+    byte = np.uint64(0xFF)
+    cells = np.concatenate((h & byte, np.uint64(WIDTH) + ((h >> np.uint64(21)) & byte),
+                            np.uint64(2 * WIDTH) + ((h >> np.uint64(42)) & byte))
+                           ).astype(np.intp)
+    order = np.argsort(cells, kind="stable")
+    by_cell = cells[order]
+    counts = np.bincount(cells, minlength=CELLS)
+    touched = np.flatnonzero(counts)
+    starts = np.searchsorted(by_cell, touched)
+    key_x = np.bitwise_xor.reduceat(np.concatenate((k, k, k))[order], starts)
+    check_x = np.bitwise_xor.reduceat(np.concatenate((c, c, c))[order], starts)
+    return list(zip(touched.tolist(), counts[touched].tolist(), key_x.tolist(),
+                    check_x.tolist()))
+
+
 # ---------------------------------------------------------------------- the IBLT
 @dataclass
 class IBLT:
@@ -145,7 +185,17 @@ class IBLT:
             checks[i] ^= c
 
     def add_all(self, keys: Iterable[int]) -> None:
-        """``add`` of each key, with the mixer inlined (this loop builds whole sketches)."""
+        """``add`` of each key, with the mixer inlined (this loop builds whole sketches); from
+        :data:`_ARRAY_FROM` keys on, the same sums on arrays (:func:`_cell_sums`)."""
+        if not isinstance(keys, (list, tuple)):
+            keys = list(keys)
+        if len(keys) >= _ARRAY_FROM:
+            counts, cell_keys, checks = self.counts, self.keys, self.checks
+            for i, n, kx, cx in _cell_sums(keys):
+                counts[i] += n
+                cell_keys[i] ^= kx
+                checks[i] ^= cx
+            return
         counts, cell_keys, checks = self.counts, self.keys, self.checks
         c1, c2, salt = 0xBF58476D1CE4E5B9, 0x94D049BB133111EB, 0xD6E8FEB86659FD93
         for key in keys:
