@@ -49,23 +49,25 @@ def test_iblt_decodes_the_symmetric_difference():
 
 @settings(max_examples=150, deadline=None)
 @given(st.lists(st.integers(0, (1 << 64) - 1), max_size=120), st.integers(1, 40),
-       st.lists(st.integers(0, (1 << 64) - 1), max_size=20))
-def test_iblt_add_all_on_arrays_is_add_of_each_key(keys, threshold, before):
-    """``add_all`` of many keys sums on numpy arrays: the table is the one ``add`` of each key
-    makes (the 64-bit products wrap, extreme keys included), on an empty table or not."""
+       st.lists(st.integers(0, (1 << 64) - 1), max_size=20), st.integers(1, 50))
+def test_iblt_add_all_on_arrays_is_add_of_each_key(keys, threshold, before, chunk):
+    """``add_all`` of many keys sums on numpy arrays, batch by batch: the table is the one
+    ``add`` of each key makes (the 64-bit products wrap, extreme keys included), on an empty
+    table or not."""
     from sparkmark.planning import latefiles
     keys = keys + [0, (1 << 64) - 1]
     reference = IBLT()
     for k in before + keys:
         reference.add(k)
-    saved = latefiles._ARRAY_FROM
-    latefiles._ARRAY_FROM = threshold  # arrays from this many keys on (4,096 in use)
+    saved = latefiles._ARRAY_FROM, latefiles._ARRAY_CHUNK
+    # arrays from this many keys on, in batches of this many (4,096 and 65,536 in use)
+    latefiles._ARRAY_FROM, latefiles._ARRAY_CHUNK = threshold, chunk
     try:
         table = IBLT()
         table.add_all(before)
         table.add_all(iter(keys))  # any iterable
     finally:
-        latefiles._ARRAY_FROM = saved
+        latefiles._ARRAY_FROM, latefiles._ARRAY_CHUNK = saved
     assert table == reference
     if len(before) >= threshold or len(keys) >= threshold:
         note_event("arrays used")
