@@ -95,6 +95,25 @@ def test_load_root_returns_the_root_only_for_exactly_the_files_spark_finds(spark
     assert compat.load_root(spark, reader, f"file:{tmp_path}/missing", paths) is None
 
 
+def test_load_root_compares_spark_s_files_slice_by_slice(spark, tmp_path, monkeypatch):
+    """Spark's paths come over in slices (65,536 in use, 2 here): the same answers as one
+    comparison of the whole sets, with each slice checked against what is still unmatched."""
+    monkeypatch.setattr(compat, "_COMPARE_CHUNK", 2)
+    root = tmp_path / "in"
+    for i in range(5):
+        _write(f"{root}/f{i:05d}.json", [i], 1_700_000_000_000)
+    reader = spark.read.format("json").schema("id BIGINT")
+    paths = _files(root, 5)
+    df = compat.load_root(spark, reader, f"file:{root}", list(reversed(paths)))
+    assert df is not None and _root_paths(df) == 1
+    assert sorted(r["id"] for r in df.collect()) == [0, 1, 2, 3, 4]
+    assert compat.load_root(spark, reader, f"file:{root}", paths[:4]) is None
+    assert compat.load_root(spark, reader, f"file:{root}", paths[:4] + _files(root, 1, 7)) \
+        is None
+    # a listing that holds one file twice is not Spark's five files
+    assert compat.load_root(spark, reader, f"file:{root}", paths[:4] + paths[:1]) is None
+
+
 @pytest.mark.parametrize("spark_paths,listed", [
     (["file:///in/a.json"], {"file:/in/a.json"}),
     (["file:///in/a.json", "file:///in/b.json"], {"file:/in/a.json", "file:/in/b.json"}),
