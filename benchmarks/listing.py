@@ -15,7 +15,9 @@ Spark (issue 26) in ``first_run_vs_plain``: per layout, in one subprocess, alter
 listing, ``job.read.files`` with a schema and ``mode=PERMISSIVE``, a ``noop`` write, the commit
 with its check of every file read and its per-file audit rows, on a SQLite store) and (b) plain
 ``spark.read.schema(...).json(<root>)`` with the same ``noop`` write; both warmed up on a small
-directory first, with a 4 GB driver JVM.  Goal: (a) / (b) <= 1.10.
+directory first, with a 4 GB driver JVM.  Goal: (a) / (b) <= 1.10.  The first trial of (a)
+also reports the driver Python process's peak RSS over its RSS before it, per listed file
+(the whole run: listing, plan, Spark's root check, commit; goal <= 200 bytes).
 Reported: seconds, directories listed ("list calls": one per directory with os.scandir),
 files listed, late-file check, element bytes, and per phase the peak RSS of the driver's
 Python process and of the driver JVM (VmHWM, reset between phases through
@@ -197,12 +199,19 @@ def first_run_peer(args) -> dict:
         plain(warm)
     root = Path(args.root)
     a, b = [], []
+    me = os.getpid()
+    base_mb = _rss_mb(me)
+    peak_mb = None
     for k in range(args.first_runs):
         if k % 2:
             b.append(plain(root))
             a.append(ours(root, f"first{k}"))
         else:
+            if k == 0:  # the whole first run's driver peak: the first trial, nothing freed yet
+                _reset_hwm(me)
             a.append(ours(root, f"first{k}"))
+            if k == 0:
+                peak_mb = _hwm_mb(me)
             b.append(plain(root))
     spark.stop()
     subprocess.run(["rm", "-rf", str(work)])
@@ -211,7 +220,10 @@ def first_run_peer(args) -> dict:
             "plain_median_s": round(statistics.median(b), 3),
             "ratio_best": round(min(a) / min(b), 2),
             "ratio_median": round(statistics.median(a) / statistics.median(b), 2),
-            "sparkmark_runs_s": [round(x, 3) for x in a], "plain_runs_s": [round(x, 3) for x in b]}
+            "sparkmark_runs_s": [round(x, 3) for x in a], "plain_runs_s": [round(x, 3) for x in b],
+            "driver_baseline_rss_mb": base_mb, "driver_peak_rss_mb_first_trial": peak_mb,
+            "driver_bytes_per_listed_file": (round((peak_mb - base_mb) * 2**20 / args.n)
+                                             if peak_mb and base_mb else None)}
 
 
 def add_new_files(root: Path, n: int, t0: int) -> None:
@@ -286,7 +298,8 @@ def main() -> None:
             for p in root.rglob("new*.json"):
                 p.unlink()
             proc = subprocess.run([sys.executable, __file__, "--scenario", "first-peer",
-                                   "--root", str(root), "--first-runs", str(args.first_runs)],
+                                   "--root", str(root), "--first-runs", str(args.first_runs),
+                                   "--n", str(args.n)],
                                   capture_output=True, text=True)
             if proc.returncode != 0:
                 print(proc.stderr[-3000:], file=sys.stderr)
@@ -295,7 +308,10 @@ def main() -> None:
             first_peer[layout] = peer
             print(f"{layout}: first run, sparkmark {peer['sparkmark_median_s']} s vs plain "
                   f"{peer['plain_median_s']} s median: {peer['ratio_median']} (best "
-                  f"{peer['ratio_best']})", flush=True)
+                  f"{peer['ratio_best']}); whole first run's driver peak "
+                  f"{peer['driver_peak_rss_mb_first_trial']} MB over "
+                  f"{peer['driver_baseline_rss_mb']} MB: {peer['driver_bytes_per_listed_file']} "
+                  "B per listed file", flush=True)
         subprocess.run(["rm", "-rf", str(root)])
         print(json.dumps(rows[-2:]), flush=True)
     if not args.work:
