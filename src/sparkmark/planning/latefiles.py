@@ -53,12 +53,14 @@ _GOLD = 0x9E3779B97F4A7C15
 _GOLD_INV = pow(_GOLD, -1, 1 << 64)
 _CELL = struct.Struct("<iQI")
 _ORDER_CHUNK = 65_536  # entries per update of listing_order's digest
+_MIX1, _MIX2 = 0xBF58476D1CE4E5B9, 0x94D049BB133111EB  # splitmix64's multipliers
+_CHECK_SALT = 0xD6E8FEB86659FD93  # a key's check is the mix of the key XOR this
 
 
 def mix64(x: int) -> int:
     """splitmix64's finalizer: a bijective 64-bit mixer."""
-    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & M64
-    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & M64
+    x = ((x ^ (x >> 30)) * _MIX1) & M64
+    x = ((x ^ (x >> 27)) * _MIX2) & M64
     return x ^ (x >> 31)
 
 
@@ -112,7 +114,7 @@ def listing_order(entries: Sequence[FileEntry]) -> str:
 
 
 def _check(key: int) -> int:
-    return mix64(key ^ 0xD6E8FEB86659FD93) >> 32
+    return mix64(key ^ _CHECK_SALT) >> 32
 
 
 def _cells(key: int) -> tuple[int, int, int]:
@@ -131,8 +133,8 @@ _ARRAY_CHUNK = 65_536
 def _mix64_array(x: Any) -> Any:
     """:func:`mix64` of every element of a ``uint64`` array (products wrap modulo 2**64)."""
     import numpy as np
-    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    x = (x ^ (x >> np.uint64(30))) * np.uint64(_MIX1)
+    x = (x ^ (x >> np.uint64(27))) * np.uint64(_MIX2)
     return x ^ (x >> np.uint64(31))
 
 
@@ -147,7 +149,7 @@ def _cell_sums(keys: Sequence[int]) -> list[tuple[int, int, int, int]]:
     import numpy as np
     k = np.array(keys, dtype=np.uint64)
     h = _mix64_array(k)
-    c = _mix64_array(k ^ np.uint64(0xD6E8FEB86659FD93)) >> np.uint64(32)  # _check
+    c = _mix64_array(k ^ np.uint64(_CHECK_SALT)) >> np.uint64(32)  # _check
     byte = np.uint64(0xFF)
     cells = np.concatenate((h & byte, np.uint64(WIDTH) + ((h >> np.uint64(21)) & byte),
                             np.uint64(2 * WIDTH) + ((h >> np.uint64(42)) & byte))
@@ -192,16 +194,15 @@ class IBLT:
         :data:`_ARRAY_FROM` keys on, the same sums on arrays (:func:`_cell_sums`)."""
         if not isinstance(keys, (list, tuple)):
             keys = list(keys)
+        counts, cell_keys, checks = self.counts, self.keys, self.checks
         if len(keys) >= _ARRAY_FROM:
-            counts, cell_keys, checks = self.counts, self.keys, self.checks
             for start in range(0, len(keys), _ARRAY_CHUNK):  # bounded arrays: ~10 MB
                 for i, n, kx, cx in _cell_sums(keys[start:start + _ARRAY_CHUNK]):
                     counts[i] += n
                     cell_keys[i] ^= kx
                     checks[i] ^= cx
             return
-        counts, cell_keys, checks = self.counts, self.keys, self.checks
-        c1, c2, salt = 0xBF58476D1CE4E5B9, 0x94D049BB133111EB, 0xD6E8FEB86659FD93
+        c1, c2, salt = _MIX1, _MIX2, _CHECK_SALT  # locals: this loop builds whole sketches
         for key in keys:
             x = ((key ^ (key >> 30)) * c1) & M64
             x = ((x ^ (x >> 27)) * c2) & M64
