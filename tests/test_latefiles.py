@@ -380,3 +380,63 @@ def test_listing_order_shortcut_is_taken_and_falls_back():
         assert shuffled.count == 0 and s2.order != sketch.order and s2.digest == sketch.digest
     finally:
         lf.keys_of = real
+
+
+def _order_reference(entries, chunk):
+    """listing_order as first written (2026-11): per chunk, a flag, the mtimes, the lengths
+    when a path holds a NUL, the NUL-terminated paths; the fingerprints stored in bookmarks
+    were made this way, so the faster code must give the same digest."""
+    import hashlib
+    from array import array
+    h = hashlib.sha1(len(entries).to_bytes(8, "little"))
+    for i in range(0, len(entries), chunk):
+        part = entries[i:i + chunk]
+        paths = [f.path for f in part]
+        text = "\0".join(paths) + "\0"
+        plain = text.count("\0") == len(paths)
+        h.update(b"\0" if plain else b"\1")
+        h.update(array("q", [f.mtime for f in part]).tobytes())
+        if not plain:
+            h.update(array("q", map(len, paths)).tobytes())
+        h.update(text.encode("utf-8", "surrogatepass"))
+    return h.hexdigest()
+
+
+path_text = st.text(st.characters(blacklist_categories=["Cs"]) | st.sampled_from(
+    ["\0", "\ud83d", "/", "é"]), max_size=6)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(path_text, st.integers(-2**63, 2**63 - 1)), max_size=12),
+       st.integers(1, 5), st.integers(-2**63, 2**63 - 1), st.integers(-2**63, 2**63 - 1))
+def test_listing_fingerprints_are_the_stored_encoding(items, chunk, low, high):
+    """``listing_order`` (entries) and ``_order_of`` (columns, numpy mtimes) give the digest of
+    the original encoding for any paths (NULs, lone surrogates) and mtimes, at any chunk size;
+    the fast path's two regions are the filtered listing's own fingerprints."""
+    import numpy as np
+    import sparkmark.planning.latefiles as lf
+    listing = [FileEntry(m, "file:/" + p, 1) for p, m in items]
+    old = lf._ORDER_CHUNK
+    lf._ORDER_CHUNK = chunk
+    try:
+        want = _order_reference(listing, chunk)
+        assert lf.listing_order(listing) == want
+        mt = np.array([f.mtime for f in listing], dtype=np.int64)
+        assert lf._order_of([f.path for f in listing], mt) == want
+        low, high = min(low, high), max(low, high)
+        settled = [f for f in listing if f.mtime <= low]
+        got = lf._unchanged_settled(listing, low, high, _order_reference(settled, chunk))
+        assert got == ([f for f in listing if low < f.mtime <= high],
+                       _order_reference([f for f in listing if f.mtime <= high], chunk))
+        if listing:
+            assert lf._unchanged_settled(listing, low, high, "0" * 40) is None
+    finally:
+        lf._ORDER_CHUNK = old
+
+
+def test_listing_fingerprint_is_pinned():
+    """A fingerprint stored by an earlier release still matches (the digest is state)."""
+    from sparkmark.planning.latefiles import listing_order
+    listing = [F(f"f{i}", 1000 + i) for i in range(5)] + [
+        FileEntry(-3, "file:/in/nul\0x", 1), FileEntry(7, "file:/in/\ud83d\ude42é", 1)]
+    assert listing_order(listing) == "ccce212b0cb8bcaf50de84a4b0e6b8c2dd4dc9a8"

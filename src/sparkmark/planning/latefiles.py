@@ -38,6 +38,7 @@ import operator
 import struct
 import zlib
 from array import array
+from itertools import compress
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -99,17 +100,35 @@ def listing_order(entries: Sequence[FileEntry]) -> str:
     (True, False)
     """
     h = hashlib.sha1(len(entries).to_bytes(8, "little"))
-    path_of = operator.itemgetter(1)
     for i in range(0, len(entries), _ORDER_CHUNK):
         chunk = entries[i:i + _ORDER_CHUNK]
-        paths = list(map(path_of, chunk))
-        text = "\0".join(paths) + "\0"
-        plain = text.count("\0") == len(paths)  # no path holds a NUL: no lengths needed
-        h.update(b"\0" if plain else b"\1")
-        h.update(array("q", [f[0] for f in chunk]).tobytes())
-        if not plain:
-            h.update(array("q", map(len, paths)).tobytes())
-        h.update(text.encode("utf-8", "surrogatepass"))
+        _order_update(h, list(map(_PATH_OF, chunk)), array("q", map(_MTIME_OF, chunk)))
+    return h.hexdigest()
+
+
+_PATH_OF, _MTIME_OF = operator.itemgetter(1), operator.itemgetter(0)
+
+
+def _order_update(h: Any, paths: Sequence[str], mtimes: Any) -> None:
+    """One chunk of :func:`listing_order`: its paths and their mtimes (int64 in an
+    ``array("q")`` or a numpy array)."""
+    text = "\0".join(paths)  # each path NUL-terminated: the last NUL is hashed on its own
+    # (``text + "\0"`` copied the whole chunk's text: ~3 ms per 65,536 paths)
+    plain = text.count("\0") == len(paths) - 1  # no path holds a NUL: no lengths needed
+    h.update(b"\0" if plain else b"\1")
+    h.update(mtimes.tobytes())
+    if not plain:
+        h.update(array("q", map(len, paths)).tobytes())
+    h.update(text.encode("utf-8", "surrogatepass"))
+    h.update(b"\0")
+
+
+def _order_of(paths: Sequence[str], mtimes: Any) -> str:
+    """:func:`listing_order` of entries given as columns (their paths, and their mtimes as a
+    numpy int64 array), for a caller that cuts several regions from the same columns."""
+    h = hashlib.sha1(len(paths).to_bytes(8, "little"))
+    for i in range(0, len(paths), _ORDER_CHUNK):
+        _order_update(h, paths[i:i + _ORDER_CHUNK], mtimes[i:i + _ORDER_CHUNK])
     return h.hexdigest()
 
 
@@ -458,6 +477,36 @@ class LatePlan:
         return out
 
 
+def _unchanged_settled(listing: Sequence[FileEntry], previous_low: int, new_low: int,
+                       order: str) -> tuple[list[FileEntry], str] | None:
+    """The fast path of :func:`plan_late`: ``None`` unless the listing's settled files
+    (``mtime <= previous_low``) have the fingerprint ``order``; then the files settling now
+    (``previous_low < mtime <= new_low``) and the fingerprint of every file up to ``new_low``.
+
+    The listing is taken apart once into a path list and an int64 mtime array and both
+    regions are cut from those columns (issue 26: filtering the entries twice and making each
+    fingerprint from entries again was ~48 ms of an incremental run over 100,000 files).
+
+    >>> a, b = FileEntry(5, "file:/a"), FileEntry(7, "file:/b")
+    >>> _unchanged_settled([a, b], 5, 9, listing_order([a])) == ([b], listing_order([a, b]))
+    True
+    >>> _unchanged_settled([a, b], 5, 9, listing_order([b])) is None
+    True
+    """
+    import numpy as np
+    mtimes = np.fromiter(map(_MTIME_OF, listing), dtype=np.int64, count=len(listing))
+    paths = list(map(_PATH_OF, listing))
+    settled = mtimes <= previous_low
+    if _order_of(list(compress(paths, settled.tolist())), mtimes[settled]) != order:
+        return None
+    region = mtimes <= new_low
+    fresh_at = np.flatnonzero(region & ~settled).tolist()
+    if not fresh_at:
+        return [], order
+    return ([listing[i] for i in fresh_at],
+            _order_of(list(compress(paths, region.tolist())), mtimes[region]))
+
+
 def plan_late(listing: Sequence[FileEntry], previous_low: int | None,
               previous_sketch: SettledSketch | None, previous_files: Mapping[str, int],
               selected: Sequence[FileEntry], new_low: int, *, full: bool = True,
@@ -497,17 +546,18 @@ def plan_late(listing: Sequence[FileEntry], previous_low: int | None,
         region = [f for f in listing if f[0] <= new_low]
         settling = keys_of(region)
     else:
+        if (previous_sketch is not None and previous_sketch.order is not None
+                and previous_sketch.at == previous_low and new_low >= previous_low):
+            same = _unchanged_settled(listing, previous_low, new_low, previous_sketch.order)
+            if same is not None:
+                # the sketch was built from exactly these files: what check_late would find
+                # with equal digests (nothing late, nothing removed), without a key per
+                # settled file
+                fresh, order = same
+                return LatePlan((), 0, replace(
+                    previous_sketch.plus(keys_of(fresh), new_low, new_low), order=order))
         settled = [f for f in listing if f[0] <= previous_low]
         fresh = [f for f in listing if previous_low < f[0] <= new_low]
-        if (previous_sketch is not None and previous_sketch.order is not None
-                and previous_sketch.at == previous_low and new_low >= previous_low
-                and listing_order(settled) == previous_sketch.order):
-            # the sketch was built from exactly these files: what check_late would find with
-            # equal digests (nothing late, nothing removed), without a key per settled file
-            order = (previous_sketch.order if not fresh
-                     else listing_order([f for f in listing if f[0] <= new_low]))
-            return LatePlan((), 0, replace(previous_sketch.plus(keys_of(fresh), new_low, new_low),
-                                           order=order))
         settling = keys_of(fresh)
         region = settled if not fresh else [f for f in listing if f[0] <= new_low]
     settled_keys = keys_of(settled)
