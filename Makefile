@@ -18,7 +18,7 @@ PYSPARK ?= 4
 # The state store itself does not touch Spark: SQLite is enough there; PostgreSQL still serves
 # the JDBC tests that need it.  A few crash trials (env vars override).
 SUITES35 ?= tests/test_compat.py tests/test_state_store.py tests/test_lifecycle.py \
-	tests/test_files.py tests/test_files_errors.py tests/test_sinks.py tests/test_sinks_jdbc.py \
+	tests/test_files.py tests/test_fileindex.py tests/test_files_errors.py tests/test_sinks.py tests/test_sinks_jdbc.py \
 	tests/test_crash.py tests/test_pipeline.py tests/test_cli_pipeline.py \
 	tests/test_jdbc_derby.py tests/test_jdbc_postgres.py tests/test_glue.py \
 	tests/test_glue_scripts.py tests/test_cli.py tests/test_demo.py tests/test_s3_files.py \

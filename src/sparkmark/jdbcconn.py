@@ -24,12 +24,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Mapping
 
 from .compat import is_connect
 from .errors import ConfigError, SourceError
-from .jvm import java_class, java_error_text
+from .jvm import helper, java_class, java_error_text
 from .planning.keyrange import quote_identifier
 from .redact import redact_url
 
@@ -354,35 +353,14 @@ def _gateway_client(spark: Any) -> Any:
     return spark.sparkContext._gateway._gateway_client
 
 
-#: the compiled ``java/SparkmarkJdbcHelper.java``: (py4j gateway client, helper or None)
-_JVM_HELPER: dict[str, tuple[Any, Any]] = {}
-_HELPER_DIR = Path(__file__).parent / "java"
-
-
 def _jvm_helper(spark: Any) -> Any:
     """sparkmark's JDBC helper object in the session's JVM (``java/SparkmarkJdbcHelper.java``,
-    loaded once per gateway from the package's class file): it reads a metadata result set or
+    loaded once per gateway by :func:`sparkmark.jvm.helper`): it reads a metadata result set or
     a one-row query in the JVM and returns it as one string, so a read is one py4j round trip
     instead of one per value (issue 26: 31 of the 47 round trips left were ``getColumns`` values
     on a 4-column table).  ``None`` when it cannot be loaded: the caller reads value by value,
     as before."""
-    client = _gateway_client(spark)
-    cached = _JVM_HELPER.get("helper")
-    if cached is not None and cached[0] is client:
-        return cached[1]
-    helper = None
-    try:
-        if (_HELPER_DIR / "SparkmarkJdbcHelper.class").is_file():
-            urls = spark.sparkContext._gateway.new_array(java_class(spark, "java.net.URL"), 1)
-            urls[0] = java_class(spark, "java.io.File")(str(_HELPER_DIR)).toURI().toURL()
-            parent = java_class(spark, "java.lang.Thread").currentThread() \
-                .getContextClassLoader()
-            loader = java_class(spark, "java.net.URLClassLoader")(urls, parent)
-            helper = loader.loadClass("SparkmarkJdbcHelper").newInstance()
-    except Exception:  # noqa: BLE001 - an old JVM, a missing file: read value by value
-        helper = None
-    _JVM_HELPER["helper"] = (client, helper)
-    return helper
+    return helper(spark, "SparkmarkJdbcHelper")
 
 
 _UNESCAPE = {"\\": "\\", "t": "\t", "n": "\n"}

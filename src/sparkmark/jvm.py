@@ -15,6 +15,7 @@ from __future__ import annotations
 import io
 import os
 import socket
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -185,6 +186,39 @@ def java_static(spark: Any, name: str, method: str) -> Any:
     from py4j.protocol import STATIC_PREFIX
     return JavaMember(method, None, STATIC_PREFIX + name,
                       spark.sparkContext._gateway._gateway_client)
+
+
+#: the package's compiled helper classes (``java/*.java``, Java 8 bytecode)
+HELPER_DIR = Path(__file__).parent / "java"
+#: class name -> (py4j gateway client, helper instance or None)
+_HELPERS: dict[str, tuple[Any, Any]] = {}
+
+
+def helper(spark: Any, name: str) -> Any:
+    """An instance of sparkmark's helper class ``name`` (``java/<name>.class``) in a classic
+    session's driver JVM, loaded once per gateway through a class loader whose parent is the
+    JVM's context loader (so it sees Spark's and Hadoop's classes).  ``None`` when it cannot be
+    loaded (a missing file, an old JVM): callers then do the work call by call, as before.
+
+    Example: ``helper(spark, "SparkmarkFileHelper")``
+    """
+    client = spark.sparkContext._gateway._gateway_client
+    cached = _HELPERS.get(name)
+    if cached is not None and cached[0] is client:
+        return cached[1]
+    found = None
+    try:
+        if (HELPER_DIR / f"{name}.class").is_file():
+            urls = spark.sparkContext._gateway.new_array(java_class(spark, "java.net.URL"), 1)
+            urls[0] = java_class(spark, "java.io.File")(str(HELPER_DIR)).toURI().toURL()
+            parent = java_class(spark, "java.lang.Thread").currentThread() \
+                .getContextClassLoader()
+            loader = java_class(spark, "java.net.URLClassLoader")(urls, parent)
+            found = loader.loadClass(name).newInstance()
+    except Exception:  # noqa: BLE001 - an old JVM, a missing file: the caller's slow path
+        found = None
+    _HELPERS[name] = (client, found)
+    return found
 
 
 def is_classic(spark: "SparkSession") -> bool:

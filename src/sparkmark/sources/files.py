@@ -48,6 +48,7 @@ from ..schema_drift import name_paths, skip_hint, split_drift_option
 from ..secrets import mask_url
 from .dirlisting import hadoop_after, hadoop_level, local_level, local_root
 from .drift import PROBE_LIMIT, known_from_element, known_json, read_drift
+from .fileindex import load_listed
 
 log = logging.getLogger("sparkmark")
 
@@ -443,13 +444,20 @@ def load(spark: "SparkSession", fmt: str, files: Sequence[FileEntry], listing: L
     groups = listing.by_base([f.path for f in files])
     frames = []
     avro_fallback = fmt == "avro" and not has_spark_avro(spark)
+    by_path = None if len(groups) == 1 else {f.path: f for f in files}
     for base, paths in groups.items():
         if avro_fallback:
             frames.append(_load_avro_fallback(spark, paths, base, schema, opts))
             continue
-        reader = spark.read.format(read_format).options(**opts)
+        with_base = dict(opts)
         if base is not None and not any(k.lower() == "basepath" for k in opts):
-            reader = reader.option("basePath", base)
+            with_base["basePath"] = base
+        listed = load_listed(spark, fmt, files if by_path is None else
+                             [by_path[p] for p in paths], base, with_base, schema)
+        if listed is not None:  # Spark got the run's listing: it lists nothing again
+            frames.append(listed)
+            continue
+        reader = spark.read.format(read_format).options(**with_base)
         if schema is not None:
             reader = reader.schema(schema)
         try:
