@@ -452,8 +452,9 @@ def load(spark: "SparkSession", fmt: str, files: Sequence[FileEntry], listing: L
         with_base = dict(opts)
         if base is not None and not any(k.lower() == "basepath" for k in opts):
             with_base["basePath"] = base
-        listed = load_listed(spark, fmt, files if by_path is None else
-                             [by_path[p] for p in paths], base, with_base, schema)
+        with _serial_listing(spark, len(paths)):  # (JSON/CSV inference reads by path)
+            listed = load_listed(spark, fmt, files if by_path is None else
+                                 [by_path[p] for p in paths], base, with_base, schema)
         if listed is not None:  # Spark got the run's listing: it lists nothing again
             frames.append(listed)
             continue
