@@ -148,6 +148,18 @@ def test_statuses_carry_the_listed_size_and_mtime(spark, tmp_path):
         assert int(mtime.timestamp() * 1000) == f.mtime
 
 
+def test_the_listing_goes_over_in_chunks(spark, tmp_path, monkeypatch):
+    root = tmp_path / "in"
+    _write(root, "json", spark)
+    files, base = _entries(root), f"file:{root}"
+    whole = load_listed(spark, "json", files, base, {"basePath": base}, None)
+    monkeypatch.setattr(fileindex, "CHUNK", 3)  # 8 files: chunks of 3, 3 and 2
+    chunked = load_listed(spark, "json", files, base, {"basePath": base}, None)
+    assert whole is not None and chunked is not None
+    assert len(files) == 8 and sorted(chunked.inputFiles()) == sorted(whole.inputFiles())
+    assert _rows(chunked) == _rows(whole)
+
+
 def test_statuses_text_puts_the_path_last():
     text = statuses_text([FileEntry(5, "file:/in/a\tb.json", 3), FileEntry(7, "s3a://b/k", 0)])
     assert text == "3\t5\tfile:/in/a\tb.json\n0\t7\ts3a://b/k"

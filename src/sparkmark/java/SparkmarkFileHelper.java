@@ -1,8 +1,9 @@
 // sparkmark's file statuses, built inside the driver JVM (issue 26).  A run has listed its input
 // already: each file's path, size and modification time.  Spark's own read of those files would
 // stat every one of them again before the DataFrame exists; instead sparkmark sends its listing
-// over as one string, this class turns it into Hadoop FileStatus objects in one py4j round trip,
-// and sparkmark/sources/fileindex.py hands them to Spark's InMemoryFileIndex.
+// over as a few strings (one per 65,536 files, so that neither process holds the whole listing
+// as text), this class turns them into Hadoop FileStatus objects, and
+// sparkmark/sources/fileindex.py hands those to Spark's InMemoryFileIndex.
 //
 // The string holds one file per line: "size TAB mtime TAB path" (the path last, so it may hold a
 // TAB; a path with a newline is never sent).  A local path is spelled "file:///..." as Hadoop's
@@ -17,21 +18,24 @@ import org.apache.hadoop.fs.Path;
 
 public class SparkmarkFileHelper {
 
-    /** The statuses of the files in {@code listing} (see above), in its order. */
-    public FileStatus[] statuses(String listing, long blockSize) {
+    private final java.util.ArrayList<FileStatus> statuses = new java.util.ArrayList<FileStatus>();
+
+    /** A new, empty builder (the instance sparkmark loads once per JVM only makes these). */
+    public SparkmarkFileHelper builder() {
+        return new SparkmarkFileHelper();
+    }
+
+    /** Adds the files of one chunk of the listing (see above), in its order. */
+    public void add(String listing, long blockSize) {
         if (listing.isEmpty()) {
-            return new FileStatus[0];
+            return;
         }
-        int count = 1;
-        for (int i = listing.indexOf('\n'); i >= 0; i = listing.indexOf('\n', i + 1)) {
-            count++;
-        }
-        FileStatus[] out = new FileStatus[count];
         int start = 0;
-        for (int n = 0; n < count; n++) {
+        int length = listing.length();
+        while (start < length) {
             int end = listing.indexOf('\n', start);
             if (end < 0) {
-                end = listing.length();
+                end = length;
             }
             int a = listing.indexOf('\t', start);
             int b = listing.indexOf('\t', a + 1);
@@ -41,9 +45,13 @@ public class SparkmarkFileHelper {
             if (path.startsWith("file:/") && !path.startsWith("file://")) {
                 path = "file://" + path.substring(5);  // "file:///in/a.json", as Hadoop's local
             }                                          // file system spells its statuses
-            out[n] = new FileStatus(size, false, 1, blockSize, mtime, new Path(path));
+            statuses.add(new FileStatus(size, false, 1, blockSize, mtime, new Path(path)));
             start = end + 1;
         }
-        return out;
+    }
+
+    /** The statuses added so far, in their order. */
+    public FileStatus[] statuses() {
+        return statuses.toArray(new FileStatus[0]);
     }
 }

@@ -57,6 +57,9 @@ _V1_DEFAULT = "avro,csv,json,kafka,orc,parquet,text"
 #: the block size the statuses report (that of Hadoop's local and S3A file systems); Spark
 #: splits files by ``spark.sql.files.maxPartitionBytes``, not by this
 BLOCK_SIZE = 32 * 1024 * 1024
+#: files per string sent to the JVM: a million files' statuses are ~80 MB of text, which py4j
+#: would copy several times over on both sides if sent at once
+CHUNK = 65_536
 
 
 def usable(spark: "SparkSession", fmt: str, base: str | None) -> bool:
@@ -112,7 +115,10 @@ def _build(spark: "SparkSession", fmt: str, files: Sequence[FileEntry], base: st
     if made is None:
         return None
     jss: Any = spark._jsparkSession
-    statuses = made.statuses(statuses_text(files), BLOCK_SIZE)
+    builder = made.builder()
+    for at in range(0, len(files), CHUNK):
+        builder.add(statuses_text(files[at:at + CHUNK]), BLOCK_SIZE)
+    statuses = builder.statuses()
     root = java_class(spark, "org.apache.hadoop.fs.Path")(base)
     cache = java_class(spark, _DATASOURCES + "SharedInMemoryCache")(1 << 50, -1) \
         .createForNewClient()
