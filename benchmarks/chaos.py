@@ -1162,8 +1162,26 @@ def read_s3_ids(bucket, prefix: str = "target/") -> list[str]:
         rel = key[len(prefix):]
         if key.endswith("/") or any(p.startswith(("_", ".")) for p in rel.split("/")):
             continue
-        ids.extend(pq.read_table(io.BytesIO(bucket.get(key)), columns=["id"])["id"].to_pylist())
+        ids.extend(pq.read_table(io.BytesIO(_get_settled(bucket, key)),
+                                 columns=["id"])["id"].to_pylist())
     return ids
+
+
+def _get_settled(bucket, key: str, attempts: int = 20) -> bytes:
+    """``bucket.get(key)``, asked again while the server answers a 5xx: right after SeaweedFS
+    starts again its S3 gateway answers before its volume server has loaded the volumes
+    (``InternalError`` on GetObject for ~a second; seen once in CI).  The harness reads what
+    is in the bucket; it does not judge the server's warm-up."""
+    from botocore.exceptions import ClientError
+    for attempt in range(attempts):
+        try:
+            return bucket.get(key)
+        except ClientError as e:
+            status = int(e.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) or 0)
+            if status < 500 or attempt == attempts - 1:
+                raise
+            time.sleep(0.25)
+    raise AssertionError("unreachable")
 
 
 def s3_staged_keys(bucket, prefix: str = "target/") -> list[str]:

@@ -455,6 +455,7 @@ def test_a_first_run_over_a_whole_prefix_hands_spark_the_prefix(spark, s3, sqlit
     df = job.read.files(src, format="json", transformation_ctx="src",
                         options={"schema": "id BIGINT, amount DOUBLE", "mode": "PERMISSIVE"})
     if not is_connect(spark):
-        assert "InMemoryFileIndex(2 paths)" in df._jdf.queryExecution().executedPlan().toString()
+        assert "InMemoryFileIndex(1 paths)" in df._jdf.queryExecution().executedPlan().toString()
+        assert sorted(p.rsplit("/", 2)[-2] for p in df.inputFiles()) == ["dt=1", "dt=2"]
     assert sorted((r["id"], r["dt"]) for r in df.collect()) == [(7_000, 1), (7_001, 2)]
     job.commit()

@@ -255,10 +255,15 @@ def load_paths(spark: "SparkSession", reader: Any, paths: list[str]) -> Any:
     from .jvm import java_class
     array = java_class(spark, "java.util.regex.Pattern").compile("\n").split(
         "\n".join(paths), -1)
-    return _classic_dataframe(spark, reader._jreader.load(array))
+    return classic_dataframe(spark, reader._jreader.load(array))
 
 
-def _classic_dataframe(spark: "SparkSession", jdf: Any) -> Any:
+def classic_dataframe(spark: "SparkSession", jdf: Any) -> Any:
+    """The classic PySpark DataFrame of a JVM ``Dataset<Row>`` (Spark 4's
+    ``pyspark.sql.classic.dataframe``, Spark 3.5's ``pyspark.sql.dataframe``).
+
+    Example: ``classic_dataframe(spark, spark._jsparkSession.range(3).toDF())``
+    """
     import importlib
     try:
         module = importlib.import_module("pyspark.sql.classic.dataframe")  # Spark 4
@@ -325,4 +330,4 @@ def load_root(spark: "SparkSession", reader: Any, root: str, paths: list[str]) -
             return None  # a listed file Spark did not find
     except Exception:  # noqa: BLE001 - anything odd: the explicit paths decide, as before
         return None
-    return _classic_dataframe(spark, jdf)
+    return classic_dataframe(spark, jdf)

@@ -32,7 +32,7 @@ import json
 import logging
 from typing import TYPE_CHECKING, Any, Sequence
 
-from ..compat import _classic_dataframe, is_connect
+from ..compat import classic_dataframe, is_connect
 from ..jvm import helper, java_class
 from ..planning.listing import FileEntry
 
@@ -165,7 +165,7 @@ def _build(spark: "SparkSession", fmt: str, files: Sequence[FileEntry], base: st
     relation = java_class(spark, _DATASOURCES + "HadoopFsRelation")(
         index, partition, data.asNullable(), none, file_format, case_options, jss)
     _verify(spark, file_format, relation.dataSchema())
-    return _classic_dataframe(spark, jss.baseRelationToDataFrame(relation))
+    return classic_dataframe(spark, jss.baseRelationToDataFrame(relation))
 
 
 def _verify(spark: "SparkSession", file_format: Any, data: Any) -> None:
