@@ -10,8 +10,11 @@
    root (or the full path).
 2. *Plan* with :func:`sparkmark.planning.bands.plan_band` (or ``plan_replay`` for pause with
    from/to, or everything when bookmarks are off).
-3. *Read* only the selected files, by path, with ``basePath`` set to the root so partition
-   columns are kept.  An old file is never opened.
+3. *Read* only the selected files, with ``basePath`` set to the root so partition columns are
+   kept: Spark's file index is built from the listing (:mod:`sparkmark.sources.fileindex`;
+   Spark lists nothing again), or, where that does not apply (Spark Connect, avro/xml, HDFS),
+   Spark gets the files by path (or their root, when it finds exactly them there).  An old
+   file is never opened.
 
 Bad input is one :class:`SourceError`/:class:`ConfigError` raised before anything is read.
 Corrupt input: JSON, CSV and XML are read with ``mode=FAILFAST`` unless ``mode`` is given, so a
