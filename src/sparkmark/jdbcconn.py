@@ -226,6 +226,15 @@ class JdbcConnection:
     def quote(self, name: str) -> str:
         return quote_identifier(name, self.quote_char)
 
+    @property
+    def java_connection(self) -> Any:
+        """The open ``java.sql.Connection`` in the driver JVM (classic sessions), for Spark
+        calls that take one; ``None`` for a Python driver's connection or once closed.
+
+        Example: ``sources.jdbcrelation.load_on(spark, conn.java_connection, ...)``
+        """
+        return getattr(self._link, "java_connection", None)
+
     def query(self, sql: str, columns: int | None = None) -> list[list[str | None]]:
         """The first row of ``sql`` (at most one is needed by every caller), values as
         strings; ``columns``: how many the SELECT list has, when the caller knows (saves
@@ -432,6 +441,10 @@ class _JvmLink:
         _, self.product, self.quote_char, self._escape = known
 
     message = staticmethod(java_message)
+
+    @property
+    def java_connection(self) -> Any:
+        return self._conn
 
     def close(self) -> None:
         try:

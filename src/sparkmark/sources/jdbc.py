@@ -22,6 +22,7 @@ from ..jdbcconn import (PYTHON_DRIVERS, JdbcConnection, TableRef, java_message, 
 from ..planning import keyrange as kr
 from ..redact import redact_url
 from ..run import ReadMode, RunContext, SourceBookmark
+from .jdbcrelation import load_on
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -70,27 +71,31 @@ def read_jdbc(run: RunContext, url: str, table: str, transformation_ctx: str | N
                               "decides the query and its partitions; pass the table as table=")
     driver = resolve_driver(run.spark, url, props)  # jdbc:mysql: MySQL's, else MariaDB's
 
-    src = resolve(run.spark, url, table, props, driver, bm, keyopts, own,
-                  ctx=transformation_ctx)
-    order = keyopts.sort_order
-    plan, parts = src.plan, src.partitions
-    where = None if plan.mode == kr.ALL else kr.render(plan.predicate(order), src.qcols,
-                                                       src.types)
-    dbtable = (src.table.quoted if where is None
-               else f"(SELECT * FROM {src.table.quoted} WHERE {where}) sm_range")
-    predicates = ([kr.render(p, src.qcols, src.types) for p in parts.predicates]
-                  if parts.count > 1 else None)
-    try:
+    with JdbcConnection(run.spark, url, props, driver) as conn:
+        src = resolve_on(conn, table, bm, keyopts, own, ctx=transformation_ctx)
+        order = keyopts.sort_order
+        plan, parts = src.plan, src.partitions
+        where = None if plan.mode == kr.ALL else kr.render(plan.predicate(order), src.qcols,
+                                                           src.types)
+        dbtable = (src.table.quoted if where is None
+                   else f"(SELECT * FROM {src.table.quoted} WHERE {where}) sm_range")
+        predicates = ([kr.render(p, src.qcols, src.types) for p in parts.predicates]
+                      if parts.count > 1 else None)
         reader_props = reader_properties(props, spark_opts, driver)
-        if predicates:
-            df = run.spark.read.jdbc(spark_url(url), dbtable, predicates=predicates,
-                                     properties=reader_props)
-        else:
-            df = run.spark.read.jdbc(spark_url(url), dbtable, properties=reader_props)
-    except Exception as e:  # Spark resolves the schema here (a query with WHERE 1=0)
-        raise SourceError(f"Spark cannot read table {src.table.display} from {redact_url(url)}: "
-                          f"{java_message(e)}; check the table, the options and the "
-                          f"credentials") from None
+        # Spark's schema query on this connection: no second connection (issue 26)
+        df = load_on(run.spark, conn.java_connection, spark_url(url), dbtable, predicates,
+                     reader_props)
+    if df is None:  # Spark's own read: it connects to learn the schema
+        try:
+            if predicates:
+                df = run.spark.read.jdbc(spark_url(url), dbtable, predicates=predicates,
+                                         properties=reader_props)
+            else:
+                df = run.spark.read.jdbc(spark_url(url), dbtable, properties=reader_props)
+        except Exception as e:  # Spark resolves the schema here (a query with WHERE 1=0)
+            raise SourceError(f"Spark cannot read table {src.table.display} from "
+                              f"{redact_url(url)}: {java_message(e)}; check the table, the "
+                              "options and the credentials") from None
 
     keys, types = src.keys, src.types
     info: dict[str, Any] = {
@@ -132,34 +137,41 @@ def resolve(spark: Any, url: str, table: str, props: dict[str, str], driver: str
             ctx: str | None) -> ResolvedSource:
     """The I/O step: one connection resolves the table and its keys, reads the upper bound
     once (incremental), and the first key's extent when partitions need it."""
-    order = keyopts.sort_order
     with JdbcConnection(spark, url, props, driver) as conn:
-        tref = conn.resolve_table(table)
-        keys, types = _resolve_keys(conn, tref, keyopts.keys,
-                                    required=bm.mode is not ReadMode.ALL)
-        qcols = [conn.quote(k) for k in keys] if keys else []
-        if bm.mode is ReadMode.ALL:
-            plan = kr.plan_read(kr.ALL, None, None)
-        elif bm.mode is ReadMode.REPLAY:
-            after = kr.read_element(bm.previous, str(ctx), keys, types, order,
-                                    "--job-bookmark-from run's")
-            upto = kr.read_element(bm.upper, str(ctx), keys, types, order,
-                                   "--job-bookmark-to run's")
-            plan = kr.plan_read(kr.REPLAY, after, upto)
-        else:
-            after = kr.read_element(bm.previous, str(ctx), keys, types, order)
-            upper = _upper_bound(conn, tref, qcols, types, order, after,
-                                 on_behind=own["onKeysBehind"], ctx=str(ctx))
-            plan = kr.plan_read(kr.INCREMENTAL, after, upper)
-        parts = kr.PartitionPlan((), (kr.TRUE,))
-        if keys and not plan.empty and types[0] in kr.PARTITIONABLE and own["numPartitions"] > 1:
-            low, high = kr.first_key_span(plan, order)
-            if low is None or high is None:
-                lo_db, hi_db = _first_key_extent(conn, tref, qcols[0], types[0])
-                low = lo_db if low is None else low
-                high = hi_db if high is None else high
-            parts = kr.plan_partitions(types[0], low, high, own["numPartitions"],
-                                       own["rowsPerPartition"])
+        return resolve_on(conn, table, bm, keyopts, own, ctx=ctx)
+
+
+def resolve_on(conn: JdbcConnection, table: str, bm: SourceBookmark, keyopts: kr.KeyOptions,
+               own: dict[str, Any], *, ctx: str | None) -> ResolvedSource:
+    """:func:`resolve` on an open connection (``read_jdbc`` keeps it open for Spark's schema
+    query).  Example: ``resolve_on(conn, "emp", bm, keyopts, own, ctx="emp_src")``"""
+    order = keyopts.sort_order
+    tref = conn.resolve_table(table)
+    keys, types = _resolve_keys(conn, tref, keyopts.keys,
+                                required=bm.mode is not ReadMode.ALL)
+    qcols = [conn.quote(k) for k in keys] if keys else []
+    if bm.mode is ReadMode.ALL:
+        plan = kr.plan_read(kr.ALL, None, None)
+    elif bm.mode is ReadMode.REPLAY:
+        after = kr.read_element(bm.previous, str(ctx), keys, types, order,
+                                "--job-bookmark-from run's")
+        upto = kr.read_element(bm.upper, str(ctx), keys, types, order,
+                               "--job-bookmark-to run's")
+        plan = kr.plan_read(kr.REPLAY, after, upto)
+    else:
+        after = kr.read_element(bm.previous, str(ctx), keys, types, order)
+        upper = _upper_bound(conn, tref, qcols, types, order, after,
+                             on_behind=own["onKeysBehind"], ctx=str(ctx))
+        plan = kr.plan_read(kr.INCREMENTAL, after, upper)
+    parts = kr.PartitionPlan((), (kr.TRUE,))
+    if keys and not plan.empty and types[0] in kr.PARTITIONABLE and own["numPartitions"] > 1:
+        low, high = kr.first_key_span(plan, order)
+        if low is None or high is None:
+            lo_db, hi_db = _first_key_extent(conn, tref, qcols[0], types[0])
+            low = lo_db if low is None else low
+            high = hi_db if high is None else high
+        parts = kr.plan_partitions(types[0], low, high, own["numPartitions"],
+                                   own["rowsPerPartition"])
     return ResolvedSource(tref, list(keys), list(types), qcols, plan, parts)
 
 

@@ -1,0 +1,208 @@
+"""Spark's JDBC relation built on sparkmark's own connection (``sources/jdbcrelation.py``, issue
+26) against Spark's own ``spark.read.jdbc`` of the same table, predicates and properties: the
+same schema (every PostgreSQL type below, ``customSchema``, ``preferTimestampNTZ``), the same
+rows, the same partitions and the same scan in the plan; on PostgreSQL (a real server) and on
+Apache Derby (embedded, another dialect). Where it cannot be built it returns ``None`` and the
+read falls back to Spark's own (checked: the fallback cases and a job's read)."""
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import re
+
+import pytest
+import sqlalchemy as sa
+
+from sparkmark import Job
+from sparkmark.jdbcconn import JdbcConnection
+from sparkmark.options import ENABLE
+from sparkmark.sources import jdbc as jdbc_source
+from sparkmark.sources import jdbcrelation
+from sparkmark.sources.jdbcrelation import load_on, usable
+
+_counter = itertools.count()
+PG_JAR = "/usr/share/java/postgresql.jar"
+PG_DRIVER = "org.postgresql.Driver"
+DERBY_DRIVER = "org.apache.derby.jdbc.EmbeddedDriver"
+
+
+@pytest.fixture
+def pg(spark, pg_server):
+    """(SQLAlchemy engine, JDBC URL) of a fresh PostgreSQL database with table ``wide``."""
+    if PG_JAR not in (spark.conf.get("spark.jars", "") or ""):
+        msg = f"PostgreSQL JDBC driver not on Spark's classpath ({PG_JAR})"
+        if os.environ.get("CI"):
+            pytest.fail(msg)
+        pytest.skip(msg)
+    name = f"rel{os.getpid()}_{next(_counter)}"
+    engine = sa.create_engine(pg_server.create_database(name))
+    with engine.begin() as c:
+        c.execute(sa.text(
+            "CREATE TABLE wide (id bigint PRIMARY KEY, s smallint, i integer, "
+            "n numeric(10,2), nu numeric, r real, d double precision, b boolean, "
+            "t text, v varchar(20), ch char(3), dt date, ts timestamp, tz timestamptz, "
+            "by bytea, u uuid, j json, arr integer[], \"Mixed Case\" text)"))
+        c.execute(sa.text(
+            "INSERT INTO wide SELECT g, g % 100, g * 7, g / 3.0, g * 1.5, g / 7.0, g / 9.0, "
+            "g % 2 = 0, 'text ' || g, 'v' || g, 'c' || (g % 10), DATE '2024-01-01' + g, "
+            "TIMESTAMP '2024-01-01' + g * INTERVAL '1 minute', "
+            "TIMESTAMPTZ '2024-01-01 00:00+02' + g * INTERVAL '1 hour', "
+            "decode(lpad(to_hex(g), 8, '0'), 'hex'), md5(g::text)::uuid, "
+            "json_build_object('g', g), ARRAY[g, g + 1], CASE WHEN g % 5 = 0 THEN NULL "
+            "ELSE 'm' || g END FROM generate_series(1, 60) g"))
+    yield engine, f"jdbc:postgresql://127.0.0.1:{pg_server.port}/{name}?user=postgres"
+    engine.dispose()
+
+
+def _rows(df) -> list[tuple]:
+    return sorted((tuple(str(v) for v in r) for r in df.collect()))
+
+
+def _scan(df) -> str:
+    """The physical plan's scan, without the expression ids that differ between two reads."""
+    plan = df._jdf.queryExecution().executedPlan().toString()
+    return re.sub(r"#\d+L?", "#", plan)
+
+
+def _same(ours, theirs) -> None:
+    assert ours is not None
+    assert ours.schema == theirs.schema
+    assert ours.rdd.getNumPartitions() == theirs.rdd.getNumPartitions()
+    assert _scan(ours) == _scan(theirs)
+    assert _rows(ours) == _rows(theirs)
+
+
+def _both(spark, url, dbtable, predicates, props, driver=PG_DRIVER):
+    with JdbcConnection(spark, url, props, driver) as conn:
+        ours = load_on(spark, conn.java_connection, url, dbtable, predicates, props)
+    kw = {"predicates": predicates} if predicates else {}
+    theirs = spark.read.jdbc(url, dbtable, properties=props, **kw)
+    return ours, theirs
+
+
+@pytest.mark.parametrize("dbtable", [
+    "wide",
+    "(SELECT * FROM wide WHERE id > 10 AND id <= 50) sm_range",
+])
+def test_the_relation_on_our_connection_is_sparks_read(spark, pg, dbtable):
+    _, url = pg
+    props = {"driver": PG_DRIVER, "fetchsize": "10000"}
+    ours, theirs = _both(spark, url, dbtable, None, props)
+    _same(ours, theirs)
+    assert len(ours.collect()) == (60 if dbtable == "wide" else 40)
+    fields = {f.name: f.dataType.simpleString() for f in ours.schema.fields}
+    assert fields["n"] == "decimal(10,2)" and fields["arr"] == "array<int>", fields
+
+
+def test_predicates_make_the_same_partitions(spark, pg):
+    _, url = pg
+    preds = ["id <= 20", "id > 20 AND id <= 40", "id > 40"]
+    ours, theirs = _both(spark, url, "wide", preds, {"driver": PG_DRIVER})
+    _same(ours, theirs)
+    assert ours.rdd.getNumPartitions() == 3
+    assert [len(p) for p in ours.rdd.glom().collect()] == [20, 20, 20]
+
+
+@pytest.mark.parametrize("extra", [
+    {"customSchema": "id DECIMAL(38, 0), t STRING, s LONG"},
+    {"preferTimestampNTZ": "true"},
+    {"customSchema": "ID string"},  # matched by Spark's resolver, case-insensitively
+    {"customSchema": "nope INT"},  # a name that is no column: Spark ignores it, so do we
+])
+def test_reader_options_shape_the_schema_as_in_sparks_read(spark, pg, extra):
+    _, url = pg
+    ours, theirs = _both(spark, url, "wide", None, {"driver": PG_DRIVER, **extra})
+    _same(ours, theirs)
+    if "preferTimestampNTZ" in extra:
+        assert ours.schema["ts"].dataType.simpleString() == "timestamp_ntz"
+    elif "nope" not in extra["customSchema"]:
+        assert ours.schema[0].dataType.simpleString() in ("decimal(38,0)", "string")
+
+
+def test_derby_another_dialect_reads_the_same(spark):
+    loader = spark._jvm.java.lang.Thread.currentThread().getContextClassLoader()
+    try:
+        spark._jvm.java.lang.Class.forName(DERBY_DRIVER, True, loader)
+    except Exception:
+        pytest.skip("Apache Derby's JDBC driver is not on Spark's classpath")
+    url = f"jdbc:derby:memory:rel{os.getpid()}_{next(_counter)}"
+    conn = spark._jvm.java.sql.DriverManager.getConnection(url + ";create=true")
+    st = conn.createStatement()
+    st.execute("CREATE TABLE T (ID BIGINT PRIMARY KEY, NAME VARCHAR(20), AMT DECIMAL(9,3), "
+               "TS TIMESTAMP)")
+    for i in range(1, 13):
+        st.execute(f"INSERT INTO T VALUES ({i}, 'n{i}', {i}.125, "
+                   f"TIMESTAMP('2024-01-0{1 + i % 9} 10:00:00'))")
+    st.close()
+    try:
+        props = {"driver": DERBY_DRIVER}
+        for dbtable, preds in (("T", None), ("(SELECT * FROM T WHERE ID > 4) sm_range", None),
+                               ("T", ["ID <= 6", "ID > 6"])):
+            ours, theirs = _both(spark, url, dbtable, preds, props, DERBY_DRIVER)
+            _same(ours, theirs)
+    finally:
+        conn.close()
+
+
+def test_where_it_cannot_be_built_it_returns_none(spark, pg):
+    _, url = pg
+    props = {"driver": PG_DRIVER}
+    assert not usable(spark, None, props)  # no JVM connection (a Python driver's)
+    with JdbcConnection(spark, url, props, PG_DRIVER) as conn:
+        jconn = conn.java_connection
+        assert usable(spark, jconn, props)
+        # Spark would connect through Kerberos: its own read resolves the schema
+        assert load_on(spark, jconn, url, "wide", None, {**props, "principal": "x@Y"}) is None
+        assert load_on(spark, jconn, url, "wide", None,
+                       {**props, "connectionProvider": "basic"}) is None
+        # a table that is not there: None, and Spark's own read then names the error
+        assert load_on(spark, jconn, url, "no_such_table", None, props) is None
+    assert conn.java_connection is None  # closed: nothing to build on
+    with pytest.raises(Exception, match="no_such_table"):
+        spark.read.jdbc(url, "no_such_table", properties=props).collect()
+
+
+def test_a_jobs_read_builds_on_its_connection_and_reads_the_new_rows(spark, pg, tmp_path,
+                                                                     monkeypatch):
+    engine, url = pg
+    built: list[object] = []
+    original = jdbcrelation.load_on
+
+    def spy(*a, **k):
+        df = original(*a, **k)
+        built.append(df)
+        return df
+    monkeypatch.setattr(jdbc_source, "load_on", spy)
+    state = f"sqlite:///{tmp_path}/state.db"
+
+    def run() -> list[int]:
+        job = Job(spark, state=state)
+        job.init("rel_job", {"job_bookmark_option": ENABLE})
+        ids = sorted(r.id for r in job.read.jdbc(url, table="wide",
+                                                 transformation_ctx="src").collect())
+        job.commit()
+        return ids
+
+    assert run() == list(range(1, 61))
+    with engine.begin() as c:
+        c.execute(sa.text("INSERT INTO wide (id, t) SELECT g, 'late' FROM "
+                          "generate_series(61, 64) g"))
+    assert run() == [61, 62, 63, 64]
+    assert run() == []
+    assert len(built) == 3 and all(df is not None for df in built)
+    info = json.loads(Job(None, state=state).store.list_runs(job_name="rel_job")[-1]["config"])
+    assert info["sources"]["src"]["lower"] == [64] and info["sources"]["src"]["upper"] == [64]
+
+
+def test_a_jobs_read_falls_back_to_sparks_own_read(spark, pg, tmp_path, monkeypatch):
+    engine, url = pg
+    monkeypatch.setattr(jdbc_source, "load_on", lambda *a, **k: None)
+    state = f"sqlite:///{tmp_path}/state.db"
+    job = Job(spark, state=state)
+    job.init("rel_job2", {"job_bookmark_option": ENABLE})
+    df = job.read.jdbc(url, table="wide", transformation_ctx="src",
+                       options={"rowsPerPartition": "25"})
+    assert df.rdd.getNumPartitions() > 1
+    assert sorted(r.id for r in df.collect()) == list(range(1, 61))
+    job.commit()
