@@ -206,3 +206,21 @@ def test_a_jobs_read_falls_back_to_sparks_own_read(spark, pg, tmp_path, monkeypa
     assert df.rdd.getNumPartitions() > 1
     assert sorted(r.id for r in df.collect()) == list(range(1, 61))
     job.commit()
+
+
+def test_connection_properties_cross_to_the_jvm_as_given(spark, pg):
+    """The connection's properties go to the JVM as one text (``encode_rows``): a value with a
+    backslash, a TAB and a literal ``\\N`` arrives as given (PostgreSQL shows the TAB, a
+    non-printable, as ``\\x09`` in ``application_name``)."""
+    _, url = pg
+    name = "sm\\x\ty \\N"
+    with JdbcConnection(spark, url, {"ApplicationName": name}, PG_DRIVER) as conn:
+        assert conn.query("SHOW application_name", 1) == [["sm\\x\\x09y \\N"]]
+
+
+def test_without_the_jvm_helper_the_read_is_sparks_own(spark, pg, monkeypatch):
+    _, url = pg
+    monkeypatch.setattr(jdbcrelation, "helper", lambda *a: None)
+    with JdbcConnection(spark, url, {}, PG_DRIVER) as conn:
+        assert load_on(spark, conn.java_connection, url, "wide", None,
+                       {"driver": PG_DRIVER}) is None

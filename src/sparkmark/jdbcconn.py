@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from .compat import is_connect
 from .errors import ConfigError, SourceError
@@ -387,6 +387,21 @@ def _decode_rows(text: str) -> list[list[str | None]]:
             for line in text.split("\n")[:-1]]
 
 
+def encode_rows(rows: Sequence[Sequence[str | None]]) -> str:
+    """Rows as the helper methods take them: the reverse of :func:`_decode_rows`.
+
+    >>> encode_rows([["user", "a\\tb"], [None]]) == "user\\ta\\\\tb\\n\\\\N\\n"
+    True
+    >>> _decode_rows(encode_rows([["x\\ty", "\\\\N"], [None, ""]]))
+    [['x\\ty', '\\\\N'], [None, '']]
+    """
+    def one(v: str | None) -> str:
+        if v is None:
+            return "\\N"
+        return v.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n")
+    return "".join("\t".join(map(one, row)) + "\n" for row in rows)
+
+
 def _jvm_driver(spark: Any, driver: str) -> Any:
     """An instance of the JDBC driver class ``driver`` in the session's JVM, loaded once per
     gateway (issue 26: the class loader lookup, ``Class.forName`` and the new instance cost
@@ -416,12 +431,17 @@ class _JvmLink:
 
     def __init__(self, spark: Any, url: str, props: dict[str, str], driver: str):
         jdriver = _jvm_driver(spark, driver)
-        jprops = java_class(spark, "java.util.Properties")()
-        for k, v in props.items():
-            if k.lower() not in _SPARK_ONLY:
-                jprops.setProperty(k, v)
+        self._helper = _jvm_helper(spark)
+        self._metadata: Any = None
+        kept = [[k, v] for k, v in props.items() if k.lower() not in _SPARK_ONLY]
         try:
-            self._conn = jdriver.connect(url, jprops)
+            if self._helper is not None:  # the properties as text: one round trip
+                self._conn = self._helper.connect(jdriver, url, encode_rows(kept))
+            else:
+                jprops = java_class(spark, "java.util.Properties")()
+                for k, v in kept:
+                    jprops.setProperty(k, v)
+                self._conn = jdriver.connect(url, jprops)
         except Exception as e:
             raise SourceError(f"cannot connect to {redact_url(url)}: {java_message(e)}; "
                               "check the URL, that the database is up, and the credentials") \
@@ -429,11 +449,10 @@ class _JvmLink:
         if self._conn is None:
             raise SourceError(f"driver {driver} does not accept {redact_url(url)}; "
                               "check the URL or give the right driver in properties")
-        md = self._md = self._conn.getMetaData()  # one handle for every metadata call
-        self._helper = _jvm_helper(spark)
         key = (driver, url)
         known = _JVM_DIALECTS.get(key)
         if known is None or known[0] is not _gateway_client(spark):
+            md = self._md
             known = (_gateway_client(spark), str(md.getDatabaseProductName() or ""),
                      str(md.getIdentifierQuoteString() or '"').strip() or '"',
                      str(md.getSearchStringEscape() or ""))
@@ -441,6 +460,14 @@ class _JvmLink:
         _, self.product, self.quote_char, self._escape = known
 
     message = staticmethod(java_message)
+
+    @property
+    def _md(self) -> Any:
+        """The connection's ``DatabaseMetaData``, asked once (the helper's metadata reads ask
+        it inside the JVM and need no handle here)."""
+        if self._metadata is None:
+            self._metadata = self._conn.getMetaData()
+        return self._metadata
 
     @property
     def java_connection(self) -> Any:
@@ -505,8 +532,8 @@ class _JvmLink:
         patterns), by (catalog, schema, table), in the driver's order."""
         out: dict[tuple[str | None, str | None, str], list[tuple[str, int, str]]] = {}
         if self._helper is not None:
-            for cat, sch, tname, col, jtype, type_name in _decode_rows(self._helper.tableColumns(
-                    self._md, self._pattern(schema), self._pattern(name))):
+            for cat, sch, tname, col, jtype, type_name in _decode_rows(self._helper.tableColumnsOf(
+                    self._conn, self._pattern(schema), self._pattern(name))):
                 out.setdefault((cat, sch, str(tname)), []).append(
                     (col, int(str(jtype)), str(type_name or "")))  # type: ignore[arg-type]
             return out
@@ -522,7 +549,7 @@ class _JvmLink:
 
     def primary_key(self, cat: str | None, schema: str | None, name: str) -> list[str]:
         if self._helper is not None:
-            rows = _decode_rows(self._helper.primaryKey(self._md, cat, schema, name))
+            rows = _decode_rows(self._helper.primaryKeyOf(self._conn, cat, schema, name))
             return [n for _, n in sorted((int(str(seq)), n) for seq, n in rows)]  # type: ignore
         rs = self._md.getPrimaryKeys(cat, schema, name)
         pk = []

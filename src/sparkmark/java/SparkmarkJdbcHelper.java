@@ -98,4 +98,202 @@ public class SparkmarkJdbcHelper {
             st.close();
         }
     }
+
+    // ---------------------------------------------------------------- text in (the reverse of put)
+    /** Rows encoded as put() encodes them (TAB between values, LF after each row, \N for
+     *  NULL); each row as an array of its values. */
+    static java.util.List<String[]> rows(String text) {
+        java.util.List<String[]> out = new java.util.ArrayList<String[]>();
+        java.util.List<String> row = new java.util.ArrayList<String>();
+        StringBuilder v = new StringBuilder();
+        boolean isNull = false;
+        for (int i = 0; i < text.length(); i++) {
+            char c = text.charAt(i);
+            if (c == '\\' && i + 1 < text.length()) {
+                char e = text.charAt(++i);
+                if (e == 'N') {
+                    isNull = true;
+                } else {
+                    v.append(e == 't' ? '\t' : e == 'n' ? '\n' : e);
+                }
+            } else if (c == '\t' || c == '\n') {
+                row.add(isNull ? null : v.toString());
+                v.setLength(0);
+                isNull = false;
+                if (c == '\n') {
+                    out.add(row.toArray(new String[0]));
+                    row.clear();
+                }
+            } else {
+                v.append(c);
+            }
+        }
+        return out;
+    }
+
+    /** driver.connect(url, properties) with the properties given as rows of (name, value):
+     *  one py4j round trip instead of one per property. */
+    public java.sql.Connection connect(java.sql.Driver driver, String url, String props)
+            throws java.sql.SQLException {
+        java.util.Properties p = new java.util.Properties();
+        for (String[] kv : rows(props)) {
+            p.setProperty(kv[0], kv[1]);
+        }
+        return driver.connect(url, p);
+    }
+
+    /** tableColumns on conn's metadata (one round trip, no metadata handle in Python). */
+    public String tableColumnsOf(java.sql.Connection conn, String schema, String name)
+            throws java.sql.SQLException {
+        return tableColumns(conn.getMetaData(), schema, name);
+    }
+
+    /** primaryKey on conn's metadata (one round trip, no metadata handle in Python). */
+    public String primaryKeyOf(java.sql.Connection conn, String cat, String schema, String name)
+            throws java.sql.SQLException {
+        return primaryKey(conn.getMetaData(), cat, schema, name);
+    }
+
+    // ------------------------------------------------- Spark's JDBC relation on this connection
+    // What sparkmark/sources/jdbcrelation.py documents, in one py4j round trip: Spark's classes
+    // are reached by reflection (through this class's loader, whose parent is Spark's), so the
+    // same class file runs on Spark 3.5 (Scala 2.12) and 4 (2.13); only public classes' methods
+    // are invoked.
+    private static final String JDBC = "org.apache.spark.sql.execution.datasources.jdbc.";
+
+    private Class<?> cls(String name) throws ClassNotFoundException {
+        return Class.forName(name, true, getClass().getClassLoader());
+    }
+
+    private static Object call(Class<?> owner, Object target, String method, Class<?>[] types,
+                               Object... args) throws Exception {
+        try {
+            return owner.getMethod(method, types).invoke(target, args);
+        } catch (java.lang.reflect.InvocationTargetException e) {
+            Throwable cause = e.getCause();
+            if (cause instanceof Exception) {
+                throw (Exception) cause;
+            }
+            throw e;
+        }
+    }
+
+    /** The Dataset spark.read.jdbc(url, dbtable, predicates, props) returns, its schema read on
+     *  conn (left open). wheres: one row per partition, \N for Spark's one partition with no
+     *  WHERE of its own; props: rows of (name, value). */
+    public Object sparkJdbcRelation(Object session, java.sql.Connection conn, String url,
+                                    String dbtable, String wheres, String props)
+            throws Exception {
+        Class<?> sessionCls = session.getClass();  // classic: a public class on 3.5 and 4
+        Class<?> pythonUtils = cls("org.apache.spark.api.python.PythonUtils");
+        Class<?> scalaMap = cls("scala.collection.immutable.Map");
+        Class<?> option = cls("scala.Option");
+        Class<?> optionsCls = cls(JDBC + "JDBCOptions");
+        Class<?> utils = cls(JDBC + "JdbcUtils");
+        Class<?> structType = cls("org.apache.spark.sql.types.StructType");
+        Class<?> function2 = cls("scala.Function2");
+        java.util.Map<String, String> params = new java.util.HashMap<String, String>();
+        for (String[] kv : rows(props)) {
+            params.put(kv[0], kv[1]);
+        }
+        Object scalaParams = call(pythonUtils, null, "toScalaMap",
+                                  new Class<?>[]{java.util.Map.class}, params);
+        Object options = optionsCls.getConstructor(String.class, String.class, scalaMap)
+            .newInstance(url, dbtable, scalaParams);
+        long started = System.nanoTime();
+        Object schema = schemaOn(conn, url, options, optionsCls, utils, option);
+        long elapsed = System.nanoTime() - started;
+        Object custom = call(optionsCls, options, "customSchema", new Class<?>[0]);
+        if (!(Boolean) call(option, custom, "isEmpty", new Class<?>[0])) {  // getSchema's rule
+            Object state = call(sessionCls, session, "sessionState", new Class<?>[0]);
+            Object conf = call(cls("org.apache.spark.sql.internal.SessionState"), state, "conf",
+                               new Class<?>[0]);
+            Object resolver = call(cls("org.apache.spark.sql.internal.SQLConf"), conf,
+                                   "resolver", new Class<?>[0]);
+            schema = call(utils, null, "getCustomSchema",
+                          new Class<?>[]{structType, String.class, function2}, schema,
+                          call(option, custom, "get", new Class<?>[0]), resolver);
+        }
+        java.util.List<String[]> parts = rows(wheres);
+        Class<?> partition = cls("org.apache.spark.Partition");
+        java.lang.reflect.Constructor<?> jdbcPartition =
+            cls(JDBC + "JDBCPartition").getConstructor(String.class, int.class);
+        Object array = java.lang.reflect.Array.newInstance(partition, parts.size());
+        for (int i = 0; i < parts.size(); i++) {
+            java.lang.reflect.Array.set(array, i, jdbcPartition.newInstance(parts.get(i)[0], i));
+        }
+        Class<?> relationCls = cls(JDBC + "JDBCRelation");
+        Object relation = null;
+        for (java.lang.reflect.Constructor<?> c : relationCls.getConstructors()) {
+            Class<?>[] types = c.getParameterTypes();
+            if (types.length == 5 && types[3] == scalaMap) {  // Spark 4: the relation's metrics
+                Object sc = call(sessionCls, session, "sparkContext", new Class<?>[0]);
+                Object metric = call(utils, null, "createSchemaFetchMetric",
+                                     new Class<?>[]{cls("org.apache.spark.SparkContext")}, sc);
+                call(cls("org.apache.spark.sql.execution.metric.SQLMetric"), metric, "add",
+                     new Class<?>[]{long.class}, elapsed);
+                java.util.Map<String, Object> metrics = new java.util.HashMap<String, Object>();
+                metrics.put((String) call(relationCls, null, "schemaFetchKey", new Class<?>[0]),
+                            metric);
+                Object scalaMetrics = call(pythonUtils, null, "toScalaMap",
+                                           new Class<?>[]{java.util.Map.class}, metrics);
+                relation = c.newInstance(schema, array, options, scalaMetrics, session);
+                break;
+            }
+            if (types.length == 4 && types[3].isAssignableFrom(session.getClass())) {  // 3.5
+                relation = c.newInstance(schema, array, options, session);
+                break;
+            }
+        }
+        if (relation == null) {
+            throw new NoSuchMethodException("JDBCRelation: no known constructor");
+        }
+        return session.getClass()
+            .getMethod("baseRelationToDataFrame", cls("org.apache.spark.sql.sources.BaseRelation"))
+            .invoke(session, relation);
+    }
+
+    /** Spark's JDBCRDD.resolveTable on conn: Spark 4 takes the connection; on Spark 3.5 its
+     *  statement runs here as Spark runs it (prepareQuery + the dialect's schema query, the
+     *  query timeout, JdbcUtils.getSchema with every column nullable). */
+    private Object schemaOn(java.sql.Connection conn, String url, Object options,
+                            Class<?> optionsCls, Class<?> utils, Class<?> option)
+            throws Exception {
+        Class<?> rdd = cls(JDBC + "JDBCRDD");
+        try {
+            java.lang.reflect.Method resolve = rdd.getMethod(
+                "resolveTable", optionsCls, java.sql.Connection.class, option, option);
+            Object none = cls("scala.None$").getField("MODULE$").get(null);
+            try {
+                return resolve.invoke(null, options, conn, none, none);
+            } catch (java.lang.reflect.InvocationTargetException e) {
+                Throwable cause = e.getCause();
+                throw cause instanceof Exception ? (Exception) cause : e;
+            }
+        } catch (NoSuchMethodException e) {
+            // Spark 3.5: below
+        }
+        Class<?> dialectCls = cls("org.apache.spark.sql.jdbc.JdbcDialect");
+        Object dialect = call(cls("org.apache.spark.sql.jdbc.JdbcDialects"), null, "get",
+                              new Class<?>[]{String.class}, url);
+        String table = (String) call(optionsCls, options, "tableOrQuery", new Class<?>[0]);
+        String query = (String) call(optionsCls, options, "prepareQuery", new Class<?>[0])
+            + call(dialectCls, dialect, "getSchemaQuery", new Class<?>[]{String.class}, table);
+        java.sql.PreparedStatement statement = conn.prepareStatement(query);
+        try {
+            statement.setQueryTimeout(
+                (Integer) call(optionsCls, options, "queryTimeout", new Class<?>[0]));
+            java.sql.ResultSet rs = statement.executeQuery();
+            try {
+                return call(utils, null, "getSchema", new Class<?>[]{
+                    java.sql.ResultSet.class, dialectCls, boolean.class, boolean.class},
+                    rs, dialect, true,
+                    call(optionsCls, options, "preferTimestampNTZ", new Class<?>[0]));
+            } finally {
+                rs.close();
+            }
+        } finally {
+            statement.close();
+        }
+    }
 }
