@@ -273,3 +273,45 @@ def test_a_job_reads_its_new_files_through_the_listing(spark, tmp_path, sqlite_u
 
 def test_the_module_names_only_spark_file_formats():
     assert set(fileindex.FILE_FORMATS) == {"json", "csv", "parquet", "orc", "text"}
+
+
+def test_a_base_path_above_the_listed_root_types_the_partitions_as_sparks_read(spark, tmp_path):
+    """The user's ``basePath`` above the listed root (a run listing one partition of a table):
+    the index is built over the root with that ``basePath``, and the partition column comes
+    from the directories between the two, as in Spark's read of the same paths."""
+    table = tmp_path / "table"
+    _write(table, "json", spark)
+    root = table / "dt=2024-01-02"
+    files = _entries(root)
+    options = {"basePath": f"file:{table}"}
+    ours = load_listed(spark, "json", files, f"file:{root}", options, None)
+    assert ours is not None, "the listed read fell back to Spark's"
+    theirs = _spark_read(spark, "json", files, options, None)
+    assert ours.schema == theirs.schema and ("dt", "date") in ours.dtypes
+    got = _rows(ours)
+    assert got == _rows(theirs) and len(got) == 12
+    assert {str(r[ours.columns.index("dt")]) for r in got} == {"2024-01-02"}
+
+
+def test_on_s3a_the_listed_read_is_sparks_read_of_the_same_objects(spark, s3):
+    """On ``s3a://`` (a moto server): the same schema, rows, ``input_file_name()`` and
+    ``_metadata`` as Spark's read of the same object paths, which asks S3 for each object."""
+    sizes = {}
+    for d, dt in enumerate(("2024-01-01", "2024-01-02")):
+        for i in range(3):
+            key = f"in/dt={dt}/f{i}.json"
+            body = "".join(json.dumps({"id": d * 100 + i * 10 + j, "v": f"x{j}"}) + "\n"
+                           for j in range(4))
+            sizes[key] = len(body.encode())
+            s3.put(key, body)
+    files = sorted(FileEntry(s3.mtime(k), s3.url(k), n) for k, n in sizes.items())
+    base = s3.url("in")
+    options = {"basePath": base}
+    ours = load_listed(spark, "json", files, base, options, None)
+    assert ours is not None, "the listed read fell back to Spark's"
+    theirs = _spark_read(spark, "json", files, options, None)
+    assert ours.schema == theirs.schema and ("dt", "date") in ours.dtypes
+    got = _rows(ours)
+    assert got == _rows(theirs) and len(got) == 24
+    assert {r[-4] for r in got} == {f.path for f in files}
+    assert sorted(ours.inputFiles()) == sorted(f.path for f in files)
