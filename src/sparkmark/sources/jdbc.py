@@ -6,7 +6,9 @@ table and its key columns from the database's metadata (the primary key when no
 ``bookmark_keys`` are given), reads the upper bound of the compound key once, and then
 lets Spark read ``last < key <= upper`` — the range is a WHERE clause inside the ``dbtable``
 subquery, so the database filters the rows (visible in the query plan and in the database's own
-statement log).  A large range is split into partitions on the first key when it is an integer,
+statement log).  Spark's schema query for that read runs on the same connection
+(:mod:`sparkmark.sources.jdbcrelation`), so a run opens one driver-side connection, as plain
+Spark's read does.  A large range is split into partitions on the first key when it is an integer,
 decimal, date or timestamp.  The key range planning itself is pure: see
 :mod:`sparkmark.planning.keyrange`.
 """
