@@ -72,18 +72,37 @@ def item_key(phash: str, mtime: int) -> int:
     return (int(phash, 16) + (mtime & M64) * _GOLD) & M64
 
 
-def keys_of(entries: Iterable[FileEntry]) -> list[int]:
+def keys_of(entries: Iterable[FileEntry]) -> "array[int]":
     """``item_key(path_hash(path), mtime)`` of each entry, computed in one comprehension (the
     SHA-1 digest's first 8 bytes are the path hash's 16 hex digits): about 3 times faster than
     the two calls, which matters for the settled region's digest of every full listing.
 
+    The keys come as 64-bit unsigned integers in an ``array("Q")``: 8 bytes a key where a list
+    of Python ints takes ~48 (issue 26: a first run's sketch keys of a million files were
+    ~45 MB of the driver's peak), built :data:`_KEYS_CHUNK` at a time.
+
     >>> from sparkmark.planning.bands import path_hash
-    >>> keys_of([FileEntry(5, "file:/a")]) == [item_key(path_hash("file:/a"), 5)]
+    >>> list(keys_of([FileEntry(5, "file:/a")])) == [item_key(path_hash("file:/a"), 5)]
     True
     """
     sha1, from_bytes, gold = hashlib.sha1, int.from_bytes, _GOLD
-    return [(from_bytes(sha1(p.encode("utf-8")).digest()[:8], "big") + (m & M64) * gold) & M64
-            for m, p, _ in entries]
+    out = array("Q")
+    if not isinstance(entries, Sequence):
+        entries = list(entries)
+    for i in range(0, len(entries), _KEYS_CHUNK):
+        out.extend([(from_bytes(sha1(p.encode("utf-8")).digest()[:8], "big")
+                     + (m & M64) * gold) & M64 for m, p, _ in entries[i:i + _KEYS_CHUNK]])
+    return out
+
+
+_KEYS_CHUNK = 65_536
+
+
+def _joined(a: Sequence[int], b: Sequence[int]) -> Sequence[int]:
+    """``a`` then ``b``, as one ``array("Q")`` when both are (no list of a million ints)."""
+    if isinstance(a, array) and isinstance(b, array):
+        return a + b
+    return list(a) + list(b)
 
 
 def listing_order(entries: Sequence[FileEntry]) -> str:
@@ -211,7 +230,7 @@ class IBLT:
     def add_all(self, keys: Iterable[int]) -> None:
         """``add`` of each key, with the mixer inlined (this loop builds whole sketches); from
         :data:`_ARRAY_FROM` keys on, the same sums on arrays (:func:`_cell_sums`)."""
-        if not isinstance(keys, (list, tuple)):
+        if not isinstance(keys, (list, tuple, array)):
             keys = list(keys)
         counts, cell_keys, checks = self.counts, self.keys, self.checks
         if len(keys) >= _ARRAY_FROM:
@@ -438,9 +457,9 @@ def next_sketch(previous: SettledSketch | None, check: LateCheck, settled_keys: 
                                  full_at=new_low)
         if previous is not None and check.checked and not check.overflow:
             return previous.plus(settling_keys, new_low, new_low)   # equal digests: same set
-        return build_sketch(list(settled_keys) + list(settling_keys), new_low, new_low)
+        return build_sketch(_joined(settled_keys, settling_keys), new_low, new_low)
     if previous is None:
-        return build_sketch(list(settling_keys), new_low, full_at=None)
+        return build_sketch(settling_keys, new_low, full_at=None)
     return previous.plus(settling_keys, new_low, previous.seen_to)
 
 
