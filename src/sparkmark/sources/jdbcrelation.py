@@ -13,9 +13,8 @@ connection; on Spark 3.5 the same statement, ``JdbcUtils.getSchema`` over its re
 one partition with no WHERE of its own), a ``JDBCRelation`` and its DataFrame. That is done in
 the driver JVM by ``java/SparkmarkJdbcHelper.sparkJdbcRelation`` in one py4j round trip (through
 py4j, call by call, it took 20), reaching Spark's classes by reflection so the same class file
-runs on Spark 3.5 and 4. The executors
-read exactly as before: the relation carries the same options, so Spark's reads connect,
-initialise the session and fetch as they would.
+runs on Spark 3.5 and 4. The executors read exactly as before: the relation carries the same
+options, so Spark's reads connect, initialise the session and fetch as they would.
 
 Used only where that holds: a classic session whose connection is the driver JVM's JDBC driver
 (Spark Connect reads through the server, sparkmark through a Python driver), and no option that
