@@ -20,7 +20,7 @@ PYSPARK ?= 4
 SUITES35 ?= tests/test_compat.py tests/test_state_store.py tests/test_lifecycle.py \
 	tests/test_files.py tests/test_fileindex.py tests/test_files_errors.py tests/test_sinks.py tests/test_sinks_jdbc.py \
 	tests/test_crash.py tests/test_pipeline.py tests/test_cli_pipeline.py \
-	tests/test_jdbc_derby.py tests/test_jdbc_postgres.py tests/test_jdbcrelation.py tests/test_glue.py \
+	tests/test_jdbc_derby.py tests/test_jdbc_postgres.py tests/test_jdbcrelation.py tests/test_jdbc_pgcatalog.py tests/test_glue.py \
 	tests/test_glue_scripts.py tests/test_cli.py tests/test_demo.py tests/test_s3_files.py \
 	tests/test_s3_errors.py tests/test_s3_sinks.py
 # Iceberg tables as a source (Spark 3.5 only): in a pytest process of their own, because the

@@ -22,6 +22,7 @@ source on the server.  URLs in messages are masked (:func:`redact_url`).
 """
 from __future__ import annotations
 
+import logging
 import re
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
@@ -31,6 +32,8 @@ from .errors import ConfigError, SourceError
 from .jvm import helper, java_class, java_error_text
 from .planning.keyrange import quote_identifier
 from .redact import redact_url
+
+log = logging.getLogger("sparkmark.jdbc")
 
 #: driver classes for common URL prefixes (used when ``properties`` has no ``driver``)
 DRIVERS = (
@@ -433,6 +436,8 @@ class _JvmLink:
         jdriver = _jvm_driver(spark, driver)
         self._helper = _jvm_helper(spark)
         self._metadata: Any = None
+        #: primary keys learnt with the columns (PostgreSQL), by (catalog, schema, table)
+        self._keys: dict[tuple[str | None, str | None, str], list[str]] = {}
         kept = [[k, v] for k, v in props.items() if k.lower() not in _SPARK_ONLY]
         try:
             if self._helper is not None:  # the properties as text: one round trip
@@ -531,6 +536,23 @@ class _JvmLink:
         """The columns of every table ``getColumns`` matches (``schema``/``name`` as escaped
         patterns), by (catalog, schema, table), in the driver's order."""
         out: dict[tuple[str | None, str | None, str], list[tuple[str, int, str]]] = {}
+        if self._helper is not None and self.product == "PostgreSQL":
+            try:  # one narrower catalog query answers getColumns and getPrimaryKeys (issue 26)
+                rows = _decode_rows(self._helper.pgTableColumns(
+                    self._conn, self._pattern(schema), self._pattern(name)))
+            except Exception as e:  # noqa: BLE001 - not PgJDBC's connection: the general path
+                log.debug("PostgreSQL catalog query: %s; asking getColumns", java_message(e))
+            else:
+                keys: dict[tuple[str | None, str | None, str], list[tuple[int, str]]] = {}
+                for cat, sch, tname, col, jtype, type_name, seq in rows:
+                    key = (cat, sch, str(tname))
+                    out.setdefault(key, []).append(
+                        (col, int(str(jtype)), str(type_name or "")))  # type: ignore[arg-type]
+                    pk = keys.setdefault(key, [])
+                    if seq is not None:
+                        pk.append((int(seq), str(col)))
+                self._keys.update({k: [c for _, c in sorted(v)] for k, v in keys.items()})
+                return out
         if self._helper is not None:
             for cat, sch, tname, col, jtype, type_name in _decode_rows(self._helper.tableColumnsOf(
                     self._conn, self._pattern(schema), self._pattern(name))):
@@ -548,6 +570,9 @@ class _JvmLink:
         return out
 
     def primary_key(self, cat: str | None, schema: str | None, name: str) -> list[str]:
+        known = self._keys.get((cat, schema, name))
+        if known is not None:  # from table_columns' PostgreSQL query
+            return list(known)
         if self._helper is not None:
             rows = _decode_rows(self._helper.primaryKeyOf(self._conn, cat, schema, name))
             return [n for _, n in sorted((int(str(seq)), n) for seq, n in rows)]  # type: ignore

@@ -1,0 +1,175 @@
+"""PostgreSQL's columns and primary key from one catalog query (the JDBC helper's
+``pgTableColumns``, issue 26) against what PgJDBC's ``getColumns`` and ``getPrimaryKeys``
+answer on the same connection: the same rows for tables of many column types (serial columns,
+a domain, an enum, a composite type, arrays), a composite primary key declared out of column
+order, a view, a partitioned table, names with LIKE wildcards, the same name in two schemas;
+and the same table resolution and primary key through sparkmark's connection.  Where the query
+cannot run (a connection that is not PgJDBC's) the link asks ``getColumns`` as before."""
+from __future__ import annotations
+
+import itertools
+import os
+
+import pytest
+import sqlalchemy as sa
+
+from sparkmark import Job
+from sparkmark.jdbcconn import JdbcConnection, _decode_rows
+from sparkmark.options import ENABLE
+
+_counter = itertools.count()
+PG_JAR = "/usr/share/java/postgresql.jar"
+PG_DRIVER = "org.postgresql.Driver"
+DERBY_DRIVER = "org.apache.derby.jdbc.EmbeddedDriver"
+
+DDL = [
+    "CREATE TYPE mood AS ENUM ('sad', 'ok')",
+    "CREATE TYPE pair AS (a int, b text)",
+    "CREATE DOMAIN posint AS integer CHECK (VALUE > 0)",
+    "CREATE SCHEMA other",
+    "CREATE TABLE wide (id bigserial PRIMARY KEY, sm smallserial, se serial, s smallint, "
+    "i integer DEFAULT 7, n numeric(10,2), nu numeric, r real, d double precision, b boolean, "
+    "t text, v varchar(20), ch char(3), dt date, tm time, ts timestamp, tz timestamptz, "
+    "by bytea, u uuid, j json, jb jsonb, arr integer[], tarr text[], m mood, p pair, "
+    "pi posint, iv interval, \"Mixed Case\" text)",
+    "CREATE TABLE multi (region text, seq integer, day date, note text, "
+    "PRIMARY KEY (day, region))",
+    "ALTER TABLE multi DROP COLUMN note",
+    "ALTER TABLE multi ADD COLUMN later bigint",
+    "CREATE VIEW wide_v AS SELECT id, t FROM wide",
+    "CREATE TABLE parted (id bigint, k int, PRIMARY KEY (id, k)) PARTITION BY RANGE (k)",
+    "CREATE TABLE parted_1 PARTITION OF parted FOR VALUES FROM (0) TO (10)",
+    "CREATE TABLE a_b (x int PRIMARY KEY)",
+    "CREATE TABLE axb (y int)",
+    "CREATE TABLE other.a_b (z text PRIMARY KEY, w int)",
+    "CREATE TABLE \"CamelT\" (\"Id\" int PRIMARY KEY)",
+    "CREATE TABLE nokey (a int, b text)",
+]
+
+
+@pytest.fixture
+def pg(spark, pg_server):
+    """A JDBC URL of a fresh PostgreSQL database holding the tables of ``DDL``."""
+    if PG_JAR not in (spark.conf.get("spark.jars", "") or ""):
+        msg = f"PostgreSQL JDBC driver not on Spark's classpath ({PG_JAR})"
+        if os.environ.get("CI"):
+            pytest.fail(msg)
+        pytest.skip(msg)
+    name = f"pgcat{os.getpid()}_{next(_counter)}"
+    engine = sa.create_engine(pg_server.create_database(name))
+    with engine.begin() as c:
+        for stmt in DDL:
+            c.execute(sa.text(stmt))
+    yield engine, f"jdbc:postgresql://127.0.0.1:{pg_server.port}/{name}?user=postgres"
+    engine.dispose()
+
+
+def _helper(spark):
+    from sparkmark.jdbcconn import _jvm_helper
+    helper = _jvm_helper(spark)
+    assert helper is not None, "the JDBC helper class is not loadable"
+    return helper
+
+
+#: (schema pattern, table pattern) as the link passes them to getColumns
+PATTERNS = [(None, "wide"), ("public", "wide"), (None, "multi"), (None, "wide\\_v"),
+            (None, "parted"), (None, "parted\\_1"), (None, "a\\_b"), (None, "a_b"),
+            ("other", "a\\_b"), (None, "CamelT"), (None, "camelt"), (None, "nokey"),
+            (None, "no_such_table"), ("nope", "wide"), (None, "%"), ("", "multi")]
+
+
+@pytest.mark.parametrize("schema,name", PATTERNS)
+def test_one_query_answers_what_getcolumns_and_getprimarykeys_answer(spark, pg, schema, name):
+    _, url = pg
+    helper = _helper(spark)
+    with JdbcConnection(spark, url, {}, PG_DRIVER) as conn:
+        jconn = conn.java_connection
+        ours = _decode_rows(helper.pgTableColumns(jconn, schema, name))
+        theirs = _decode_rows(helper.tableColumnsOf(jconn, schema, name))
+        if name == "%":  # every table of the database: the catalogs' own included
+            ours = [r for r in ours if r[1] in ("public", "other")]
+            theirs = [r for r in theirs if r[1] in ("public", "other")]
+        assert [r[:6] for r in ours] == theirs
+        for table in {(r[1], r[2]) for r in ours}:
+            pk = sorted((int(str(r[6])), r[3]) for r in ours
+                        if (r[1], r[2]) == table and r[6] is not None)
+            want = _decode_rows(helper.primaryKeyOf(jconn, None, table[0], table[1]))
+            assert pk == sorted((int(str(s)), c) for s, c in want), table
+    if (schema, name) == (None, "wide"):
+        types = {r[3]: (r[4], r[5]) for r in ours}
+        assert types["id"] == ("-5", "bigserial") and types["se"] == ("4", "serial")
+        assert types["sm"] == ("5", "smallserial") and types["i"] == ("4", "int4")
+        assert types["m"][0] == "12" and types["p"][0] == "2002" and types["pi"][0] == "2001"
+        assert types["arr"] == ("2003", "_int4") and "Mixed Case" in types
+    if (schema, name) == (None, "multi"):
+        assert [r[3] for r in ours] == ["region", "seq", "day", "later"]  # no dropped column
+        assert [r[6] for r in ours] == ["2", None, "1", None]
+
+
+def test_the_connection_resolves_tables_and_keys_as_before(spark, pg):
+    """Through sparkmark's connection: the table, its columns and its primary key (the
+    primary key now without a second metadata query) equal getColumns/getPrimaryKeys'."""
+    _, url = pg
+    helper = _helper(spark)
+    with JdbcConnection(spark, url, {}, PG_DRIVER) as conn:
+        jconn = conn.java_connection
+        for table, pk in (("wide", ["id"]), ("multi", ["day", "region"]),
+                          ("public.a_b", ["x"]), ("other.a_b", ["z"]), ("camelt", ["Id"]),
+                          ("parted", ["id", "k"]), ("nokey", []), ("wide_v", [])):
+            tref = conn.resolve_table(table)
+            if table != "camelt":  # spelled as stored: one query learnt columns and key
+                assert (tref.catalog, tref.schema, tref.name) in conn._link._keys, table
+            cols = _decode_rows(helper.tableColumnsOf(jconn, tref.schema, tref.name))
+            assert list(tref.columns) == [(c[3], int(str(c[4])), c[5]) for c in cols
+                                          if c[2] == tref.name], table
+            assert conn.primary_key(tref) == pk, table
+            want = _decode_rows(helper.primaryKeyOf(jconn, None, tref.schema, tref.name))
+            assert pk == [c for _, c in sorted((int(str(s)), c) for s, c in want)], table
+        with pytest.raises(Exception, match="exists in several schemas|does not exist"):
+            conn.resolve_table("A_B_missing")
+
+
+def test_a_job_reads_by_the_primary_key_the_query_found(spark, pg, tmp_path):
+    engine, url = pg
+    with engine.begin() as c:
+        c.execute(sa.text("INSERT INTO multi (region, seq, day) SELECT 'r' || (g % 3), g, "
+                          "DATE '2024-01-01' + g FROM generate_series(1, 30) g"))
+    state = f"sqlite:///{tmp_path}/state.db"
+    runs = []
+    for extra in (0, 5):
+        if extra:
+            with engine.begin() as c:
+                c.execute(sa.text("INSERT INTO multi (region, seq, day) SELECT 'r0', g, "
+                                  "DATE '2024-03-01' + g FROM generate_series(1, :n) g"),
+                          {"n": extra})
+        job = Job(spark, state=state)
+        job.init("pgcat_multi", {"job_bookmark_option": ENABLE})
+        df = job.read.jdbc(url, table="multi", transformation_ctx="src")
+        runs.append(sorted(r["seq"] for r in df.collect()))
+        job.commit()
+    assert runs == [list(range(1, 31)), [1, 2, 3, 4, 5]]
+    info = Job(spark, state=state).store.list_runs(job_name="pgcat_multi")[-1]
+    assert '"keys": ["day", "region"]' in info["config"]
+
+
+def test_a_connection_that_is_not_pgjdbcs_is_asked_by_getcolumns(spark):
+    """The query needs PgJDBC's connection; on another driver's (Derby here, taken for
+    PostgreSQL by force) it fails and the link answers by getColumns/getPrimaryKeys."""
+    loader = spark._jvm.java.lang.Thread.currentThread().getContextClassLoader()
+    try:
+        spark._jvm.java.lang.Class.forName(DERBY_DRIVER, True, loader)
+    except Exception:
+        pytest.skip("Apache Derby's JDBC driver is not on Spark's classpath")
+    url = f"jdbc:derby:memory:pgcat{os.getpid()}_{next(_counter)};create=true"
+    with JdbcConnection(spark, url, {}, DERBY_DRIVER) as conn:
+        st = conn.java_connection.createStatement()
+        st.execute("CREATE TABLE T (ID BIGINT PRIMARY KEY, NAME VARCHAR(20))")
+        st.close()
+        with pytest.raises(Exception, match="getTypeInfo"):
+            _helper(spark).pgTableColumns(conn.java_connection, None, "T")
+        link = conn._link
+        link.product = "PostgreSQL"
+        found = link.table_columns(None, "T")
+        assert [c[0] for cols in found.values() for c in cols] == ["ID", "NAME"]
+        (key,) = found
+        assert link.primary_key(*key) == ["ID"]
