@@ -179,8 +179,9 @@ def test_jobs_writing_a_target_are_an_index_lookup_that_an_upgrade_fills(state_u
 
 def test_a_commits_file_audit_rows_read_back_as_written(state_url):
     """The audit rows go in through the driver's own executemany (one bind style per backend):
-    on SQLite and PostgreSQL every row reads back with its values, a path with quotes, a
-    percent sign and non-ASCII letters included, and a later lookup finds each by its hash."""
+    on SQLite and PostgreSQL every row reads back with its values and its path's hash, a path
+    with quotes, a percent sign and non-ASCII letters included, in path-hash order, and a later
+    lookup finds each by its hash."""
     from sparkmark.planning.bands import path_hash
     from sparkmark.run import FileRead
     store = open_store(state_url)
@@ -196,6 +197,12 @@ def test_a_commits_file_audit_rows_read_back_as_written(state_url):
             "SELECT ctx, path, path_hash, size, mtime, kind, run_id, read_ts, job_name "
             "FROM sm_files").all()
     assert len(rows) == 25_004
+    assert all(r.path_hash == path_hash(r.path) for r in rows)
+    if state_url.startswith("sqlite"):  # in path-hash order: the index fills page by page
+        with store.tx("order") as conn:
+            order = [h for (h,) in conn.exec_driver_sql(
+                "SELECT path_hash FROM sm_files WHERE ctx = 'src' ORDER BY rowid")]
+        assert len(order) == 25_001 and order == sorted(order)
     by_ctx = {(r.ctx, r.path): r for r in rows}
     assert by_ctx[("src", odd)][2:] == (path_hash(odd), None, None, "late", "c" * 32, 2, "j")
     assert by_ctx[("src", "file:/in/24999.json")][2:6] == (

@@ -77,6 +77,24 @@ def _insert_rows(conn: Connection, table: sa.Table, columns: tuple[str, ...],
         f"VALUES ({', '.join([mark] * len(columns))})", rows)
 
 
+def _hash_order(read: Any) -> tuple[Any, Any]:
+    """The path hashes of ``read`` (``(path, ...)`` entries) as 64-bit integers, and the order
+    that sorts them: the audit rows go in in path-hash order, so the ``(job_name,
+    path_hash)`` index takes its entries page by page instead of at random pages (SQLite, a
+    store with 1,000,000 audit rows: 1,000,000 more in 6.1 s against 9.0 s, 100,000 in 1.2-1.4
+    s against 1.6-1.7 s).  8 bytes a file and its index, not a string each.
+
+    >>> hashes, order = _hash_order([("file:/a", 0, 0, "new"), ("file:/b", 0, 0, "new")])
+    >>> [f"{k:016x}" for k in hashes[order].tolist()] == sorted(
+    ...     path_hash(p) for p in ("file:/a", "file:/b"))
+    True
+    """
+    import numpy as np
+    hashes = np.fromiter((int(path_hash(entry[0]), 16) for entry in read), dtype=np.uint64,
+                         count=len(read))
+    return hashes, np.argsort(hashes, kind="stable")
+
+
 def _run_fields(fields: dict[str, Any] | None) -> dict[str, Any]:
     """Ledger fields as statement parameters: plain values, and only columns of ``sm_runs``
     (a prebuilt statement would silently ignore a key that is not a column, where
@@ -619,10 +637,15 @@ class StateStore:
                 conn.execute(files.delete().where(files.c.job_name == job_name,
                                                   files.c.read_ts < now - files_keep_ms))
             for ctx, read in files_read or ():
+                hashes, order = _hash_order(read)
                 for i in range(0, len(read), 20_000):  # bounded batches
-                    _insert_rows(conn, files, _FILE_COLUMNS, [
-                        (job_name, run_id, now, ctx or "", path, path_hash(path), size, mtime,
-                         kind) for path, size, mtime, kind in read[i:i + 20_000]])
+                    rows = []
+                    batch = order[i:i + 20_000]
+                    for j, key in zip(batch.tolist(), hashes[batch].tolist()):
+                        path, size, mtime, kind = read[j]
+                        rows.append((job_name, run_id, now, ctx or "", path, f"{key:016x}",
+                                     size, mtime, kind))
+                    _insert_rows(conn, files, _FILE_COLUMNS, rows)
             return version
 
     def fail_run(self, job_name: str, run_id: str, *, error: str, now: int,
