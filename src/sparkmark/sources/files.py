@@ -33,7 +33,7 @@ import logging
 import re
 import time
 from itertools import repeat
-from typing import TYPE_CHECKING, Any, Callable, Sequence, overload
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence, overload
 
 from .. import compat, listing_progress
 from ..errors import ConfigError, SourceError
@@ -792,6 +792,20 @@ class _AuditRows(Sequence[FileRead]):
             return [new(FileRead, (f.path, f.size, f.mtime, get(f.path, "new")))
                     for f in self.entries[i]]
         return self._row(self.entries[i])
+
+    def paths(self) -> Iterator[str]:
+        """The paths of the files read, in order (no rows made)."""
+        return (f.path for f in self.entries)
+
+    def take(self, indices: Iterable[int]) -> list[FileRead]:
+        """The rows at ``indices`` (the commit takes them in path-hash order), made as a
+        slice's are."""
+        new, get, entries = tuple.__new__, self.kinds.get, self.entries
+        out = []
+        for j in indices:
+            f = entries[j]
+            out.append(new(FileRead, (f.path, f.size, f.mtime, get(f.path, "new"))))
+        return out
 
 
 def _audit_rows(selected: Sequence[FileEntry], late: LatePlan | None,
