@@ -131,6 +131,46 @@ def test_a_rolled_back_runs_files_show_as_such(spark, sqlite_url, clock, tmp_pat
     assert kinds == [("SUCCEEDED", "new"), ("ROLLED_BACK", "new")]
 
 
+@pytest.mark.parametrize("mode", ["ignore", "fail"])
+def test_a_rolled_back_read_is_no_read_for_on_modified(spark, sqlite_url, clock, tmp_path, mode):
+    """A file whose only earlier read was by a run rolled back since (its output removed) and
+    that changed meanwhile is read as new input: with onModified=ignore it is not left out as
+    a rewrite (its content would then be in no output), with fail the run does not fail."""
+    src, out = tmp_path / "in", tmp_path / "out"
+    put(src, "a.json", '{"id": 1}\n', clock.now - 10 * MIN)
+    for i in range(2):
+        job = Job(spark, state=sqlite_url, clock=clock).init("orders", EN)
+        df = job.read.files(str(src), format="json", transformation_ctx="src",
+                            options={"onModified": mode})
+        job.write(df, str(out), format="parquet", transformation_ctx="sink")
+        job.commit()
+        clock.advance(20 * MIN)
+        if i == 0:
+            put(src, "b.json", '{"id": 2}\n', clock.now - 5 * MIN)
+    r1, r2 = [r["run_id"] for r in Job(None, state=sqlite_url).store.list_runs(
+        job_name="orders")]
+    Bookmarks(sqlite_url, clock=clock).reset("orders", run_id=r1, remove_output=True,
+                                             spark=spark)
+    put(src, "b.json", '{"id": 2}\n{"id": 22}\n', clock.now - 5 * MIN)  # rewritten since
+    ids, report, _ = run(spark, sqlite_url, clock, src, onModified=mode)
+    assert ids == [2, 22] and report["rewritten"] == 0
+    assert sorted(r["id"] for r in spark.read.parquet(str(out)).collect()) == [1]  # r2's gone
+    # a.json, read by the run that stays, is still a rewrite when it changes
+    clock.advance(20 * MIN)
+    put(src, "a.json", '{"id": 1}\n{"id": 11}\n', clock.now - 5 * MIN)
+    job = Job(spark, state=sqlite_url, clock=clock).init("orders", EN)
+    if mode == "fail":
+        with pytest.raises(SourceError, match="a.json"):
+            job.read.files(str(src), format="json", transformation_ctx="src",
+                           options={"onModified": mode})
+        job.fail("rewritten")
+    else:
+        df = job.read.files(str(src), format="json", transformation_ctx="src",
+                            options={"onModified": mode})
+        assert df.count() == 0 and job.reads["src"]["rewritten_skipped"] == 1
+        job.commit()
+
+
 @pytest.mark.parametrize("mode", ["reprocess", "ignore", "fail"])
 def test_on_modified_reprocess_ignore_or_fail(spark, sqlite_url, clock, tmp_path, mode):
     src = tmp_path / "in"

@@ -5,7 +5,8 @@ moves past the bookmark (Glue's behaviour): a file rewritten in place is new inp
 per-file audit (``sm_files``) remembers which paths a job's committed runs read and the
 ``(mtime, size)`` they had; a selected file whose path was read before *with another version*
 is a **rewrite**.  (The same version again is not: that happens after ``bookmark reset`` or a
-rewind, and reading it again is the point of those.)
+rewind, and reading it again is the point of those.  Reads of runs rolled back since do not
+count at all: the store leaves them out of ``read_before``.)
 
 - ``reprocess`` (the default, Glue's behaviour): rewrites are read again, and counted;
 - ``ignore``: a file is read once, whatever happens to it later (Auto Loader's default without

@@ -1059,7 +1059,9 @@ class StateStore:
     def files_read_before(self, job_name: str, ctx: str | None,
                           paths: list[str]) -> dict[str, set[tuple[int | None, int | None]]]:
         """Which of ``paths`` a committed run of the job read for ``ctx`` (within the audit's
-        retention), with the ``(mtime, size)`` versions it read: ``{path: {(mtime, size)}}``."""
+        retention), with the ``(mtime, size)`` versions it read: ``{path: {(mtime, size)}}``.
+        Reads of runs rolled back since (``ROLLED_BACK``: their output was removed) do not
+        count: what they read is as good as unread."""
         found: dict[str, set[tuple[int | None, int | None]]] = {}
         if not paths:
             return found
@@ -1067,9 +1069,11 @@ class StateStore:
         hashes = sorted({path_hash(p) for p in wanted})
         with self.tx("reading the file audit") as conn:
             for i in range(0, len(hashes), 500):
-                q = select(files.c.path, files.c.mtime, files.c.size).where(
+                q = select(files.c.path, files.c.mtime, files.c.size).select_from(
+                    files.outerjoin(runs, runs.c.run_id == files.c.run_id)).where(
                     files.c.job_name == job_name, files.c.ctx == (ctx or ""),
-                    files.c.path_hash.in_(hashes[i:i + 500]))
+                    files.c.path_hash.in_(hashes[i:i + 500]),
+                    sa.or_(runs.c.status.is_(None), runs.c.status != RunStatus.ROLLED_BACK))
                 for path, mtime, size in conn.execute(q):
                     if path in wanted:  # a hash shared by two paths: compare the path itself
                         found.setdefault(path, set()).add((mtime, size))
