@@ -145,8 +145,11 @@ def verify(a: argparse.Namespace) -> None:
 # ---------------------------------------------------------------------------- the harness
 class Trial:
     def __init__(self, cmd: list[str], env: dict[str, str]):
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                     text=True, env=env, start_new_session=True)
+        # the workers' stderr is dropped unless SPARKMARK_CRASH_STDERR names a file to append
+        # it to (a failed final run then shows its traceback there)
+        with open(os.environ.get("SPARKMARK_CRASH_STDERR", os.devnull), "a") as err:
+            self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, text=True,
+                                         env=env, start_new_session=True)
         self.seen: list[str] = []
         self.lines: list[str] = []
         self.cond = threading.Condition()
@@ -256,7 +259,8 @@ def run_trials(trials: int, sink: str, seed: int, workdir: Path, log=print) -> d
             rc = t.finish()
             res = [json.loads(line[7:]) for line in t.lines if line.startswith("RESULT ")]
             if rc != 0 or not res:
-                raise RuntimeError(f"final run failed (exit {rc}): {t.lines[-5:]}")
+                raise RuntimeError(f"final run failed (exit {rc}): {t.lines[-5:]} (its stderr: "
+                                   "set SPARKMARK_CRASH_STDERR=<file>)")
             results.append(res[0])
         v = Trial(base + ["--verify"], env)
         v.finish()

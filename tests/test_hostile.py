@@ -178,6 +178,73 @@ def test_file_rewritten_with_the_same_mtime_but_another_size_fails_the_run(
         job.commit()
 
 
+def test_files_changed_among_many_fail_the_run_while_the_audit_goes_in(spark, state_url, clock,
+                                                                       tmp_path):
+    """Over 1,000 local files the commit's check stats them in the driver JVM, on a thread,
+    while the audit rows are inserted: two files changed after the read (one appended to,
+    one only touched) fail the run, a deleted one does not, and nothing is committed (no
+    bookmark, no audit row), on SQLite and PostgreSQL stores."""
+    from sparkmark.errors import SourceError
+    src = tmp_path / "in"
+    src.mkdir()
+    for i in range(1_200):
+        (src / f"f{i:04d}.json").write_text(json.dumps({"id": i}) + "\n")
+        set_mtime(str(src / f"f{i:04d}.json"), clock.now - 2 * MIN)
+    job = new_job(spark, state_url, clock)
+    assert job.read.files(str(src), transformation_ctx="src").count() == 1_200
+    with open(src / "f0007.json", "a") as f:
+        f.write(json.dumps({"id": 7_000}) + "\n")
+    set_mtime(str(src / "f0007.json"), clock.now - 2 * MIN)  # same mtime, another size
+    set_mtime(str(src / "f1100.json"), clock.now - MIN)       # same size, another mtime
+    (src / "f0500.json").unlink()                              # gone: not counted
+    with pytest.raises(SourceError, match=r"input file file:/\S*/in/f0007.json \(and 1 more\) "
+                                          r"of source 'src' changed"):
+        job.commit()
+    runs = job.store.list_runs(job_name="orders")
+    assert runs[-1]["status"] == "FAILED" and "f0007.json" in runs[-1]["error"]
+    assert job.store.bookmark_entry("orders")["JobBookmark"] == {}
+    assert job.store.file_audit("orders")[1] == 0
+
+
+def test_the_jvms_check_of_local_files_finds_what_pythons_finds(spark, tmp_path):
+    """``changed_files`` with a classic session (the JVM stats, 1,000 files or more) and
+    without one (Python stats each) name the same files: changed sizes and mtimes, a time
+    before 1970, names with a tab, spaces and non-ASCII letters, a file gone, a directory
+    gone, and a path with a newline (that chunk is stat'ed by Python)."""
+    from sparkmark.planning.listing import FileEntry
+    from sparkmark.sources.files import _changed_in_jvm, changed_files
+    src = tmp_path / "in"
+    src.mkdir()
+    names = [f"f{i:04d}.json" for i in range(1_100)] + [
+        "tab\there.json", "spa ce.json", "ünï cødé.json", "new\nline.json", "old.json"]
+    entries = []
+    for name in names:
+        p = src / name
+        p.write_text("x\n")
+        ms = -1_234_567 if name == "old.json" else 1_700_000_000_123
+        os.utime(p, ns=(ms * 1_000_000 + 456_789, ms * 1_000_000 + 456_789))
+        st = p.stat()
+        entries.append(FileEntry(st.st_mtime_ns // 1_000_000, f"file:{p}", st.st_size))
+    assert entries[-1].mtime == -1_234_567
+    entries.append(FileEntry(5, f"file:{tmp_path}/gone/x.json", 1))  # its directory is gone
+    (src / "f0003.json").write_text("xy\n")  # size
+    os.utime(src / "f0009.json", ns=(1_700_000_000_124_000_000,) * 2)  # mtime, 1 ms later
+    (src / "ünï cødé.json").write_text("longer\n")
+    (src / "tab\there.json").write_text("longer\n")
+    (src / "f0010.json").unlink()  # gone
+    want = {f"file:{src}/{n}" for n in ("f0003.json", "f0009.json", "ünï cødé.json",
+                                        "tab\there.json")}
+    assert set(changed_files(None, entries)) == want
+    assert set(changed_files(spark, entries)) == want
+    assert changed_files(spark, [e for e in entries if e.path not in want]) == []
+    # the JVM answered for every local file but the chunk with a newline in a path
+    local = [e for e in entries if e.path.startswith("file:/") and "\n" not in e.path]
+    changed, unchecked = _changed_in_jvm(spark, local)
+    assert set(changed) == want and unchecked == []
+    changed, unchecked = _changed_in_jvm(spark, [e for e in entries if e.path.startswith("file:/")])
+    assert changed == [] and len(unchecked) == len(entries)  # one chunk: Python stats it all
+
+
 # ---------------------------------------------------------------------- 3. the state file
 def sqlite_path(url: str) -> str:
     return url[len("sqlite:///"):]

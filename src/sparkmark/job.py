@@ -171,6 +171,7 @@ class Job:
         self._active = False
         self._heartbeat: _Heartbeat | None = None
         self._commit_checks: list[Callable[[], None]] = []
+        self._concurrent_checks: list[Callable[[], None]] = []
         self._files_read: list[tuple[str | None, Sequence[FileRead]]] = []
 
     # ------------------------------------------------------------------ properties
@@ -357,13 +358,22 @@ class Job:
             "publish_state": PublishState.PENDING if self._outputs else None}
         final = status or (RunStatus.EMPTY if empty else RunStatus.SUCCEEDED)
         name, run_id, start_version = self.run_identity()
+        checks = _ConcurrentChecks()
         try:
             with gc_paused():  # an audit row per file read (1.6 -> 0.8 s at 1,000,000)
+                # the checks that only verify (a stat per file read) run while the
+                # transaction is written; it commits only once they passed
+                checks.start(self._concurrent_checks)
                 version = self.store.commit_run(
                     name, run_id, start_version=start_version,
                     new_state=new_state, status=final, now=self.clock(), fields=fields,
-                    files_read=self._files_read, files_keep_ms=self.files_retention_ms)
+                    files_read=self._files_read, files_keep_ms=self.files_retention_ms,
+                    before_commit=checks.wait)
         except BaseException as e:
+            checks.join()
+            if checks.error is not None and e is checks.error:  # nothing was committed
+                self.fail(e)
+                raise
             landed = self._commit_outcome(e, run_id)
             if landed is None:
                 raise
@@ -631,15 +641,20 @@ class Job:
             (f" ({', '.join(repr(o) for o in alike)} differ(s) from {self.job_name!r} only by "
              "case or Unicode normalization: job names are compared exactly)") if alike else "")
 
-    def add_commit_check(self, check: Callable[[], None]) -> None:
+    def add_commit_check(self, check: Callable[[], None], *, concurrent: bool = False) -> None:
         """Run ``check()`` at :meth:`commit` before anything is saved; an exception from it
         fails the run (FAILED in the ledger, bookmark unchanged).  Sources use it to refuse
         input that changed while the run read it::
 
-            job.add_commit_check(lambda: verify_nothing_changed())
+            job.add_commit_check(lambda: verify_nothing_changed(), concurrent=True)
+
+        ``concurrent=True``: a check that only verifies (it changes nothing the commit records)
+        runs on a thread while the commit's transaction is written, and the transaction
+        commits only once it passed (one that fails rolls it back): the same guarantee, in
+        less time when the check waits on the file system.
         """
         self.require_active("add_commit_check")
-        self._commit_checks.append(check)
+        (self._concurrent_checks if concurrent else self._commit_checks).append(check)
 
     def add_written(self, n: int) -> None:
         """Count ``n`` rows written to a target."""
@@ -715,3 +730,36 @@ def _error_text(error: BaseException) -> str:
         last = tb[-1]
         text += f" (at {os.path.basename(last.filename)}:{last.lineno} in {last.name})"
     return text[:8000]
+
+
+class _ConcurrentChecks:
+    """Commit checks that only verify, run on one thread while the commit's transaction is
+    written (:meth:`Job.commit`): :meth:`wait` is the transaction's last step, so it commits
+    only once they passed, and the first one's exception (``error``) rolls it back."""
+
+    def __init__(self) -> None:
+        self.error: BaseException | None = None
+        self._thread: threading.Thread | None = None
+
+    def start(self, checks: Sequence[Callable[[], None]]) -> None:
+        if checks:
+            self._thread = threading.Thread(target=self._run, args=(list(checks),),
+                                            name="sparkmark-commit-checks", daemon=True)
+            self._thread.start()
+
+    def _run(self, checks: list[Callable[[], None]]) -> None:
+        try:
+            for check in checks:
+                check()
+        except BaseException as e:  # noqa: BLE001 - handed to the committing thread
+            self.error = e
+
+    def join(self) -> None:
+        if self._thread is not None:
+            self._thread.join()
+
+    def wait(self) -> None:
+        """Wait for the checks; raise the first one's exception."""
+        self.join()
+        if self.error is not None:
+            raise self.error

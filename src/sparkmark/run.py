@@ -244,9 +244,11 @@ class RunContext(Protocol):
         """Count rows written to a target (the ledger's ``records_written``)."""
         ...
 
-    def add_commit_check(self, check: Callable[[], None]) -> None:
+    def add_commit_check(self, check: Callable[[], None], *, concurrent: bool = False) -> None:
         """Run ``check()`` at commit, before anything is saved; an exception from it fails the
-        run (e.g. a selected file changed while the run read it)."""
+        run (e.g. a selected file changed while the run read it).  ``concurrent=True``: it
+        only verifies, so it may run while the commit's transaction is written (which then
+        commits only once it passed)."""
         ...
 
     def add_secrets(self, properties: Mapping[str, Any] | None = None,

@@ -50,6 +50,54 @@ public class SparkmarkFileHelper {
         }
     }
 
+    /** The commit's check that no local file read changed since it was listed, for one chunk
+     *  of the listing (the same lines as add() takes, paths "file:/..."): one stat per file in
+     *  this JVM, so that the Python process inserts the run's audit rows meanwhile (issue 26).
+     *  Returns "C TAB i" for line i whose size or modification time (ms, floored) differs,
+     *  "U TAB i" for a line this JVM could not check (not a local path, a name the JVM cannot
+     *  encode, an I/O error: the caller stats those itself), one per line; a file that is gone
+     *  is neither (whatever the run read of it cannot be read again). */
+    public String changedLocal(String listing) {
+        StringBuilder out = new StringBuilder();
+        if (listing.isEmpty()) {
+            return "";
+        }
+        int start = 0;
+        int line = 0;
+        int length = listing.length();
+        while (start < length) {
+            int end = listing.indexOf('\n', start);
+            if (end < 0) {
+                end = length;
+            }
+            int a = listing.indexOf('\t', start);
+            int b = listing.indexOf('\t', a + 1);
+            String path = listing.substring(b + 1, end);
+            try {
+                if (!path.startsWith("file:/")) {
+                    throw new java.io.IOException("not a local path");
+                }
+                long size = Long.parseLong(listing.substring(start, a));
+                long mtime = Long.parseLong(listing.substring(a + 1, b));
+                java.nio.file.attribute.BasicFileAttributes attrs = java.nio.file.Files
+                    .readAttributes(java.nio.file.Paths.get(path.substring(5)),
+                                    java.nio.file.attribute.BasicFileAttributes.class);
+                long ns = attrs.lastModifiedTime().to(java.util.concurrent.TimeUnit.NANOSECONDS);
+                if (attrs.size() != size || Math.floorDiv(ns, 1000000L) != mtime) {  // as Python
+                    // floors st_mtime_ns (a time before 1970 included)
+                    out.append("C\t").append(line).append('\n');
+                }
+            } catch (java.nio.file.NoSuchFileException e) {
+                // gone: not counted
+            } catch (Exception e) {  // InvalidPathException, IOException, a malformed line
+                out.append("U\t").append(line).append('\n');
+            }
+            start = end + 1;
+            line++;
+        }
+        return out.toString();
+    }
+
     /** The statuses added so far, in their order. */
     public FileStatus[] statuses() {
         return statuses.toArray(new FileStatus[0]);

@@ -13,7 +13,7 @@ import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import sqlalchemy as sa
 from sqlalchemy import bindparam, event, select
@@ -633,11 +633,13 @@ class StateStore:
                    new_state: dict[str, Any] | None, status: str, now: int,
                    fields: dict[str, Any] | None = None,
                    files_read: list[tuple[str | None, Any]] | None = None,
-                   files_keep_ms: int | None = None) -> int:
+                   files_keep_ms: int | None = None,
+                   before_commit: Callable[[], None] | None = None) -> int:
         """One transaction: bookmark version (if ``new_state``), counters, lease, ledger row,
         and the per-file audit (``files_read``: ``(ctx, [FileRead(path, size, mtime, kind)])``
         pairs; rows older than ``files_keep_ms`` are deleted for this job in the same
-        transaction).
+        transaction).  ``before_commit()`` is called last, inside the transaction: an exception
+        from it rolls everything back and is raised as it is.
 
         Returns the job's bookmark version after the commit.
         """
@@ -692,6 +694,8 @@ class StateStore:
                     _insert_rows(conn, files, _FILE_COLUMNS, [
                         (job_name, run_id, now, ctx or "", path, path_hash(path), size, mtime,
                          kind) for path, size, mtime, kind in read[i:i + _AUDIT_BATCH]])
+            if before_commit is not None:
+                before_commit()
             return version
 
     def fail_run(self, job_name: str, run_id: str, *, error: str, now: int,
