@@ -51,7 +51,7 @@ from ..schema_drift import name_paths, skip_hint, split_drift_option
 from ..secrets import mask_url
 from .dirlisting import hadoop_after, hadoop_level, local_level, local_root
 from .drift import PROBE_LIMIT, known_from_element, known_json, read_drift
-from .fileindex import CHUNK, load_listed, statuses_text
+from .fileindex import load_listed, statuses_text
 
 log = logging.getLogger("sparkmark")
 
@@ -348,7 +348,9 @@ def changed_files(spark: "SparkSession", files: Sequence[FileEntry]) -> list[str
     appended to or rewritten while the run read it).  A file that is gone now is not counted:
     whatever the run read of it cannot be read again."""
     out: list[str] = []
-    local = [f for f in files if f.path.startswith("file:/")]
+    local: Sequence[FileEntry] = files  # all local (a local read): no copy of a million
+    if not all(f.path.startswith("file:/") for f in files):
+        local = [f for f in files if f.path.startswith("file:/")]
     changed, local = _changed_in_jvm(spark, local)
     out.extend(changed)
     for f in local:
@@ -383,10 +385,15 @@ def changed_files(spark: "SparkSession", files: Sequence[FileEntry]) -> list[str
     return out
 
 
-def _changed_in_jvm(spark: "SparkSession | None", local: list[FileEntry]
-                    ) -> tuple[list[str], list[FileEntry]]:
+#: local files per call of the JVM's check (text of ~0.6 MB: the check runs next to the
+#: commit's audit rows, so it keeps its own memory small)
+CHECK_CHUNK = 8_192
+
+
+def _changed_in_jvm(spark: "SparkSession | None", local: Sequence[FileEntry]
+                    ) -> tuple[list[str], Sequence[FileEntry]]:
     """:func:`changed_files` for local files, with the stats made in a classic session's
-    driver JVM (``SparkmarkFileHelper.changedLocal``, :data:`CHUNK` files a call): the paths
+    driver JVM (``SparkmarkFileHelper.changedLocal``, :data:`CHECK_CHUNK` files a call): the paths
     that changed, and the files left for Python to stat (those the JVM could not check; all of
     them without a JVM or on any error).  The Python thread waits on the JVM's answer without
     the interpreter lock, so the commit's audit rows go in meanwhile (issue 26: the check of
@@ -399,8 +406,8 @@ def _changed_in_jvm(spark: "SparkSession | None", local: list[FileEntry]
     changed: list[str] = []
     unchecked: list[FileEntry] = []
     try:
-        for at in range(0, len(local), CHUNK):
-            chunk = local[at:at + CHUNK]
+        for at in range(0, len(local), CHECK_CHUNK):
+            chunk = local[at:at + CHECK_CHUNK]
             text = statuses_text(chunk)
             if text.count("\n") != len(chunk) - 1:  # a path with a newline: Python stats them
                 unchecked.extend(chunk)
