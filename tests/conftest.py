@@ -194,6 +194,25 @@ def pg_target(pg_server) -> tuple[str, str, dict[str, str]]:
     return url, f"jdbc:postgresql://127.0.0.1:{pg_server.port}/{name}", {"user": "postgres"}
 
 
+def pg_jdbc_database(spark, pg_server, prefix: str, statements: list[str]):
+    """(SQLAlchemy engine, JDBC URL) of a fresh PostgreSQL database ``<prefix><pid>_<n>`` in
+    which ``statements`` ran; skipped (failed in CI) when Spark's classpath has no PostgreSQL
+    JDBC driver.  The caller disposes of the engine."""
+    import sqlalchemy as sa
+    jar = "/usr/share/java/postgresql.jar"
+    if jar not in (spark.conf.get("spark.jars", "") or ""):
+        msg = f"PostgreSQL JDBC driver not on Spark's classpath ({jar})"
+        if os.environ.get("CI"):
+            pytest.fail(msg)
+        pytest.skip(msg)
+    name = f"{prefix}{os.getpid()}_{next(_counter)}"
+    engine = sa.create_engine(pg_server.create_database(name))
+    with engine.begin() as c:
+        for statement in statements:
+            c.execute(sa.text(statement))
+    return engine, f"jdbc:postgresql://127.0.0.1:{pg_server.port}/{name}?user=postgres"
+
+
 @pytest.fixture
 def pg_url(pg_server) -> str:
     """A fresh, empty PostgreSQL database for one test."""

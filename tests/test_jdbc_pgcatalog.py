@@ -17,8 +17,9 @@ from sparkmark import Job
 from sparkmark.jdbcconn import JdbcConnection, _decode_rows
 from sparkmark.options import ENABLE
 
+from conftest import pg_jdbc_database
+
 _counter = itertools.count()
-PG_JAR = "/usr/share/java/postgresql.jar"
 PG_DRIVER = "org.postgresql.Driver"
 DERBY_DRIVER = "org.apache.derby.jdbc.EmbeddedDriver"
 
@@ -50,17 +51,8 @@ DDL = [
 @pytest.fixture
 def pg(spark, pg_server):
     """A JDBC URL of a fresh PostgreSQL database holding the tables of ``DDL``."""
-    if PG_JAR not in (spark.conf.get("spark.jars", "") or ""):
-        msg = f"PostgreSQL JDBC driver not on Spark's classpath ({PG_JAR})"
-        if os.environ.get("CI"):
-            pytest.fail(msg)
-        pytest.skip(msg)
-    name = f"pgcat{os.getpid()}_{next(_counter)}"
-    engine = sa.create_engine(pg_server.create_database(name))
-    with engine.begin() as c:
-        for stmt in DDL:
-            c.execute(sa.text(stmt))
-    yield engine, f"jdbc:postgresql://127.0.0.1:{pg_server.port}/{name}?user=postgres"
+    engine, url = pg_jdbc_database(spark, pg_server, "pgcat", DDL)
+    yield engine, url
     engine.dispose()
 
 

@@ -21,8 +21,9 @@ from sparkmark.sources import jdbc as jdbc_source
 from sparkmark.sources import jdbcrelation
 from sparkmark.sources.jdbcrelation import load_on, usable
 
+from conftest import pg_jdbc_database
+
 _counter = itertools.count()
-PG_JAR = "/usr/share/java/postgresql.jar"
 PG_DRIVER = "org.postgresql.Driver"
 DERBY_DRIVER = "org.apache.derby.jdbc.EmbeddedDriver"
 
@@ -30,28 +31,19 @@ DERBY_DRIVER = "org.apache.derby.jdbc.EmbeddedDriver"
 @pytest.fixture
 def pg(spark, pg_server):
     """(SQLAlchemy engine, JDBC URL) of a fresh PostgreSQL database with table ``wide``."""
-    if PG_JAR not in (spark.conf.get("spark.jars", "") or ""):
-        msg = f"PostgreSQL JDBC driver not on Spark's classpath ({PG_JAR})"
-        if os.environ.get("CI"):
-            pytest.fail(msg)
-        pytest.skip(msg)
-    name = f"rel{os.getpid()}_{next(_counter)}"
-    engine = sa.create_engine(pg_server.create_database(name))
-    with engine.begin() as c:
-        c.execute(sa.text(
-            "CREATE TABLE wide (id bigint PRIMARY KEY, s smallint, i integer, "
-            "n numeric(10,2), nu numeric, r real, d double precision, b boolean, "
-            "t text, v varchar(20), ch char(3), dt date, ts timestamp, tz timestamptz, "
-            "by bytea, u uuid, j json, arr integer[], \"Mixed Case\" text)"))
-        c.execute(sa.text(
-            "INSERT INTO wide SELECT g, g % 100, g * 7, g / 3.0, g * 1.5, g / 7.0, g / 9.0, "
-            "g % 2 = 0, 'text ' || g, 'v' || g, 'c' || (g % 10), DATE '2024-01-01' + g, "
-            "TIMESTAMP '2024-01-01' + g * INTERVAL '1 minute', "
-            "TIMESTAMPTZ '2024-01-01 00:00+02' + g * INTERVAL '1 hour', "
-            "decode(lpad(to_hex(g), 8, '0'), 'hex'), md5(g::text)::uuid, "
-            "json_build_object('g', g), ARRAY[g, g + 1], CASE WHEN g % 5 = 0 THEN NULL "
-            "ELSE 'm' || g END FROM generate_series(1, 60) g"))
-    yield engine, f"jdbc:postgresql://127.0.0.1:{pg_server.port}/{name}?user=postgres"
+    engine, url = pg_jdbc_database(spark, pg_server, "rel", [
+        "CREATE TABLE wide (id bigint PRIMARY KEY, s smallint, i integer, "
+        "n numeric(10,2), nu numeric, r real, d double precision, b boolean, "
+        "t text, v varchar(20), ch char(3), dt date, ts timestamp, tz timestamptz, "
+        "by bytea, u uuid, j json, arr integer[], \"Mixed Case\" text)",
+        "INSERT INTO wide SELECT g, g % 100, g * 7, g / 3.0, g * 1.5, g / 7.0, g / 9.0, "
+        "g % 2 = 0, 'text ' || g, 'v' || g, 'c' || (g % 10), DATE '2024-01-01' + g, "
+        "TIMESTAMP '2024-01-01' + g * INTERVAL '1 minute', "
+        "TIMESTAMPTZ '2024-01-01 00:00+02' + g * INTERVAL '1 hour', "
+        "decode(lpad(to_hex(g), 8, '0'), 'hex'), md5(g::text)::uuid, "
+        "json_build_object('g', g), ARRAY[g, g + 1], CASE WHEN g % 5 = 0 THEN NULL "
+        "ELSE 'm' || g END FROM generate_series(1, 60) g"])
+    yield engine, url
     engine.dispose()
 
 
