@@ -105,12 +105,14 @@ def test_which_run_read_which_file_from_python_the_cli_and_spark(spark, sqlite_u
         bm.files("nosuch")
 
 
-def test_a_rolled_back_runs_files_show_as_such(spark, sqlite_url, clock, tmp_path):
-    src, out = tmp_path / "in", tmp_path / "out"
+def _two_runs_second_reset(spark, sqlite_url, clock, src, out, options):
+    """Run 1 reads a.json, run 2 b.json (both write to ``out``); then ``reset --run-id``
+    run 1 with --remove-output, which rolls back run 2 (the run after it). Their run ids."""
     put(src, "a.json", '{"id": 1}\n', clock.now - 10 * MIN)
     for i in range(2):
         job = Job(spark, state=sqlite_url, clock=clock).init("orders", EN)
-        df = job.read.files(str(src), format="json", transformation_ctx="src")
+        df = job.read.files(str(src), format="json", transformation_ctx="src",
+                            options=options)
         job.write(df, str(out), format="parquet", transformation_ctx="sink")
         job.commit()
         clock.advance(20 * MIN)
@@ -120,6 +122,12 @@ def test_a_rolled_back_runs_files_show_as_such(spark, sqlite_url, clock, tmp_pat
         job_name="orders")]
     Bookmarks(sqlite_url, clock=clock).reset("orders", run_id=r1, remove_output=True,
                                              spark=spark)
+    return r1, r2
+
+
+def test_a_rolled_back_runs_files_show_as_such(spark, sqlite_url, clock, tmp_path):
+    src, out = tmp_path / "in", tmp_path / "out"
+    r1, r2 = _two_runs_second_reset(spark, sqlite_url, clock, src, out, {})
     status = {Path(r["path"]).name: (r["run_id"], r["run_status"])
               for r in Bookmarks(sqlite_url).files("orders")}
     assert status == {"a.json": (r1, "SUCCEEDED"), "b.json": (r2, "ROLLED_BACK")}
@@ -137,20 +145,7 @@ def test_a_rolled_back_read_is_no_read_for_on_modified(spark, sqlite_url, clock,
     that changed meanwhile is read as new input: with onModified=ignore it is not left out as
     a rewrite (its content would then be in no output), with fail the run does not fail."""
     src, out = tmp_path / "in", tmp_path / "out"
-    put(src, "a.json", '{"id": 1}\n', clock.now - 10 * MIN)
-    for i in range(2):
-        job = Job(spark, state=sqlite_url, clock=clock).init("orders", EN)
-        df = job.read.files(str(src), format="json", transformation_ctx="src",
-                            options={"onModified": mode})
-        job.write(df, str(out), format="parquet", transformation_ctx="sink")
-        job.commit()
-        clock.advance(20 * MIN)
-        if i == 0:
-            put(src, "b.json", '{"id": 2}\n', clock.now - 5 * MIN)
-    r1, r2 = [r["run_id"] for r in Job(None, state=sqlite_url).store.list_runs(
-        job_name="orders")]
-    Bookmarks(sqlite_url, clock=clock).reset("orders", run_id=r1, remove_output=True,
-                                             spark=spark)
+    r1, r2 = _two_runs_second_reset(spark, sqlite_url, clock, src, out, {"onModified": mode})
     put(src, "b.json", '{"id": 2}\n{"id": 22}\n', clock.now - 5 * MIN)  # rewritten since
     ids, report, _ = run(spark, sqlite_url, clock, src, onModified=mode)
     assert ids == [2, 22] and report["rewritten"] == 0

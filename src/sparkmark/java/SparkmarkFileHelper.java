@@ -33,12 +33,10 @@ public class SparkmarkFileHelper {
         int start = 0;
         int length = listing.length();
         while (start < length) {
-            int end = listing.indexOf('\n', start);
-            if (end < 0) {
-                end = length;
-            }
-            int a = listing.indexOf('\t', start);
-            int b = listing.indexOf('\t', a + 1);
+            int[] at = fields(listing, start);
+            int a = at[0];
+            int b = at[1];
+            int end = at[2];
             long size = Long.parseLong(listing.substring(start, a));
             long mtime = Long.parseLong(listing.substring(a + 1, b));
             String path = listing.substring(b + 1, end);
@@ -66,12 +64,10 @@ public class SparkmarkFileHelper {
         int line = 0;
         int length = listing.length();
         while (start < length) {
-            int end = listing.indexOf('\n', start);
-            if (end < 0) {
-                end = length;
-            }
-            int a = listing.indexOf('\t', start);
-            int b = listing.indexOf('\t', a + 1);
+            int[] at = fields(listing, start);
+            int a = at[0];
+            int b = at[1];
+            int end = at[2];
             String path = listing.substring(b + 1, end);
             try {
                 if (!path.startsWith("file:/")) {
@@ -96,6 +92,17 @@ public class SparkmarkFileHelper {
             line++;
         }
         return out.toString();
+    }
+
+    /** Where the fields of the line that starts at {@code start} end: {first tab, second tab,
+     *  the line's end (its newline, or the end of the text)}; a tab that is missing is -1. */
+    private static int[] fields(String listing, int start) {
+        int end = listing.indexOf('\n', start);
+        if (end < 0) {
+            end = listing.length();
+        }
+        int a = listing.indexOf('\t', start);
+        return new int[] {a, listing.indexOf('\t', a + 1), end};
     }
 
     /** The statuses added so far, in their order. */
