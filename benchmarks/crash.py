@@ -144,10 +144,11 @@ def verify(a: argparse.Namespace) -> None:
 
 # ---------------------------------------------------------------------------- the harness
 class Trial:
-    def __init__(self, cmd: list[str], env: dict[str, str]):
-        # the workers' stderr is dropped unless SPARKMARK_CRASH_STDERR names a file to append
-        # it to (a failed final run then shows its traceback there)
-        with open(os.environ.get("SPARKMARK_CRASH_STDERR", os.devnull), "a") as err:
+    def __init__(self, cmd: list[str], env: dict[str, str], stderr: "Path | None" = None):
+        # a killed worker's stderr is dropped unless SPARKMARK_CRASH_STDERR names a file to
+        # append it to; the final runs' goes to ``stderr`` (its tail is in their error)
+        self.stderr = stderr
+        with open(stderr or os.environ.get("SPARKMARK_CRASH_STDERR", os.devnull), "a") as err:
             self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, text=True,
                                          env=env, start_new_session=True)
         self.seen: list[str] = []
@@ -254,13 +255,14 @@ def run_trials(trials: int, sink: str, seed: int, workdir: Path, log=print) -> d
                 f"{'completed before the kill' if done else 'killed'}")
         # finish: one run that completes (recovers and processes the rest), one that finds nothing
         results = []
-        for _ in range(2):
-            t = Trial(base + ["--worker"], env)
+        for n in range(2):
+            t = Trial(base + ["--worker"], env, stderr=workdir / f"final-{n + 1}.stderr")
             rc = t.finish()
             res = [json.loads(line[7:]) for line in t.lines if line.startswith("RESULT ")]
             if rc != 0 or not res:
-                raise RuntimeError(f"final run failed (exit {rc}): {t.lines[-5:]} (its stderr: "
-                                   "set SPARKMARK_CRASH_STDERR=<file>)")
+                tail = t.stderr.read_text(errors="replace")[-4000:] if t.stderr else ""
+                raise RuntimeError(f"final run {n + 1} failed (exit {rc}): {t.lines[-5:]}; "
+                                   f"the end of its stderr ({t.stderr}):\n{tail}")
             results.append(res[0])
         v = Trial(base + ["--verify"], env)
         v.finish()
