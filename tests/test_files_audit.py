@@ -314,3 +314,50 @@ def test_a_path_longer_than_an_index_row_is_kept_and_found(spark, state_url, clo
     put(deep, "a.json", '{"id": 1}\n{"id": 3}\n', clock.now - 5 * MIN)
     with pytest.raises(SourceError, match="1 file\\(s\\) under .* rewritten since"):
         run(spark, state_url, clock, src, recurse=True, onModified="fail", commit=False)
+
+
+@pytest.mark.parametrize("sort_from", [None, 0])
+def test_a_first_runs_audit_rows_take_the_path_hashes_of_its_listing(spark, sqlite_url, clock,
+                                                                    tmp_path, sort_from,
+                                                                    monkeypatch):
+    """A first run hashes each listed path once (its sketch keys and its audit rows share
+    them): every audit row carries its path's hash, in the store's sorted order too
+    (``sort_from=0``), with a file newer than the run's listing time left out (it waits for
+    the next run); a bounded first run reads a part, and the store hashes those rows itself."""
+    from sparkmark.planning.bands import path_hash
+    from sparkmark.state import store as store_module
+    if sort_from is not None:
+        monkeypatch.setattr(store_module, "AUDIT_SORT_READ", sort_from)
+        monkeypatch.setattr(store_module, "AUDIT_SORT_TABLE", sort_from)
+    given_by_run = []
+    real = store_module._path_keys
+
+    def spy(read):
+        known = real(read)
+        given_by_run.append(known is not None)
+        return known
+    monkeypatch.setattr(store_module, "_path_keys", spy)
+    src = tmp_path / "in"
+    for i in range(12):
+        put(src, f"dt={i % 3}/f{i:02d}.json", f'{{"id": {i}}}\n', clock.now - (30 - i) * MIN)
+    put(src, "dt=0/future.json", '{"id": 99}\n', clock.now + 10 * MIN)  # after the listing
+
+    def audit(job):
+        with sa.create_engine(sqlite_url).connect() as c:
+            return dict(c.execute(sa.text("SELECT path, path_hash FROM sm_files "
+                                          "WHERE job_name = :j"), {"j": job}).all())
+
+    assert run(spark, sqlite_url, clock, src)[0] == list(range(12))
+    rows = audit("orders")
+    assert sorted(Path(p).name for p in rows) == [f"f{i:02d}.json" for i in range(12)]
+    assert all(h == path_hash(p) for p, h in rows.items())
+    assert given_by_run[-1] is True
+    job = Job(spark, state=sqlite_url, clock=clock).init("bounded", EN)
+    df = job.read.files(str(src), format="json", transformation_ctx="src",
+                        options={"boundedFiles": 5})
+    assert sorted(r["id"] for r in df.collect()) == list(range(5))
+    job.commit()
+    rows = audit("bounded")
+    assert sorted(Path(p).name for p in rows) == [f"f{i:02d}.json" for i in range(5)]
+    assert all(h == path_hash(p) for p, h in rows.items())
+    assert given_by_run[-1] is False

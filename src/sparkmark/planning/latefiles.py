@@ -72,7 +72,26 @@ def item_key(phash: str, mtime: int) -> int:
     return (int(phash, 16) + (mtime & M64) * _GOLD) & M64
 
 
-def keys_of(entries: Iterable[FileEntry]) -> "array[int]":
+def path_keys(entries: Sequence[FileEntry]) -> "array[int]":
+    """The 64-bit path hash of each entry (:func:`~sparkmark.planning.bands.path_hash` as a
+    number: the SHA-1 digest's first 8 bytes), in an ``array("Q")``.  A first run computes them
+    once for its whole listing: its sketch keys (:func:`keys_of` with ``hashes``) and its audit
+    rows both need them, and the digest is most of what either costs (issue 26).
+
+    >>> from sparkmark.planning.bands import path_hash
+    >>> [f"{k:016x}" for k in path_keys([FileEntry(5, "file:/a")])] == [path_hash("file:/a")]
+    True
+    """
+    sha1, from_bytes = hashlib.sha1, int.from_bytes
+    out = array("Q")
+    for i in range(0, len(entries), _KEYS_CHUNK):
+        out.extend([from_bytes(sha1(p.encode("utf-8")).digest()[:8], "big")
+                    for _, p, _ in entries[i:i + _KEYS_CHUNK]])
+    return out
+
+
+def keys_of(entries: Iterable[FileEntry],
+            hashes: "Sequence[int] | None" = None) -> "array[int]":
     """``item_key(path_hash(path), mtime)`` of each entry, computed in one comprehension (the
     SHA-1 digest's first 8 bytes are the path hash's 16 hex digits): about 3 times faster than
     the two calls, which matters for the settled region's digest of every full listing.
@@ -81,14 +100,26 @@ def keys_of(entries: Iterable[FileEntry]) -> "array[int]":
     of Python ints takes ~48 (issue 26: a first run's sketch keys of a million files were
     ~45 MB of the driver's peak), built :data:`_KEYS_CHUNK` at a time.
 
+    ``hashes``: the entries' :func:`path_keys`, when the caller has them (no digest then).
+
     >>> from sparkmark.planning.bands import path_hash
     >>> list(keys_of([FileEntry(5, "file:/a")])) == [item_key(path_hash("file:/a"), 5)]
+    True
+    >>> e = [FileEntry(5, "file:/a"), FileEntry(-7, "file:/b")]
+    >>> keys_of(e, path_keys(e)) == keys_of(e)
     True
     """
     sha1, from_bytes, gold = hashlib.sha1, int.from_bytes, _GOLD
     out = array("Q")
     if not isinstance(entries, Sequence):
         entries = list(entries)
+    if hashes is not None:
+        if len(hashes) != len(entries):
+            raise ValueError(f"{len(hashes)} path hashes for {len(entries)} entries")
+        for i in range(0, len(entries), _KEYS_CHUNK):
+            out.extend([(h + (f[0] & M64) * gold) & M64 for f, h in zip(
+                entries[i:i + _KEYS_CHUNK], hashes[i:i + _KEYS_CHUNK])])
+        return out
     for i in range(0, len(entries), _KEYS_CHUNK):
         out.extend([(from_bytes(sha1(p.encode("utf-8")).digest()[:8], "big")
                      + (m & M64) * gold) & M64 for m, p, _ in entries[i:i + _KEYS_CHUNK]])
@@ -529,14 +560,15 @@ def _unchanged_settled(listing: Sequence[FileEntry], previous_low: int, new_low:
 def plan_late(listing: Sequence[FileEntry], previous_low: int | None,
               previous_sketch: SettledSketch | None, previous_files: Mapping[str, int],
               selected: Sequence[FileEntry], new_low: int, *, full: bool = True,
-              keep_late: bool = False) -> LatePlan:
+              keep_late: bool = False, hashes: "Sequence[int] | None" = None) -> LatePlan:
     """Find the late files of a run and compute the sketch it commits (pure).
 
     ``listing``: the run's listing (every file when ``full``, else the directories it listed);
     ``previous_low``/``previous_sketch``/``previous_files``: the committed element; ``selected``:
     what the band rule reads; ``new_low``: the low the run commits.  ``keep_late``: the run
     will not read its late files (``lateFiles=warn``): the sketch leaves them out, so the next
-    full listing reports them again and ``lateFiles=read`` reads them.
+    full listing reports them again and ``lateFiles=read`` reads them.  ``hashes``: the
+    listing's :func:`path_keys` when the caller has them (a first run: used for its keys).
 
     Of the settled files the sketch does not know, a path known with another mtime
     (:func:`listed_before`) is not new (``moved``); one with an mtime above the last full
@@ -562,8 +594,13 @@ def plan_late(listing: Sequence[FileEntry], previous_low: int | None,
     # (``f[0]`` is a FileEntry's mtime: cheaper than the attribute over a million entries)
     if previous_low is None:
         settled: list[FileEntry] = []
-        region = [f for f in listing if f[0] <= new_low]
-        settling = keys_of(region)
+        if hashes is not None:
+            inside = [f[0] <= new_low for f in listing]
+            region = list(compress(listing, inside))
+            settling = keys_of(region, array("Q", compress(hashes, inside)))
+        else:
+            region = [f for f in listing if f[0] <= new_low]
+            settling = keys_of(region)
     else:
         if (previous_sketch is not None and previous_sketch.order is not None
                 and previous_sketch.at == previous_low and new_low >= previous_low):

@@ -32,7 +32,8 @@ import os
 import logging
 import re
 import time
-from itertools import repeat
+from array import array
+from itertools import compress, repeat
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence, overload
 
 from .. import compat, listing_progress
@@ -43,7 +44,7 @@ from ..gcpause import gc_paused
 from ..jvm import helper, java_error_text, storage_error_text
 from ..planning.bands import (BandOptions, BandState, FileEntry, excluded, glob_to_regex,
                               Plan, plan_all, plan_band, plan_replay, split_options)
-from ..planning.latefiles import SAMPLE, LatePlan, SettledSketch, plan_late
+from ..planning.latefiles import SAMPLE, LatePlan, SettledSketch, path_keys, plan_late
 from ..planning.listing import ListingState, choose_listing, margin_for, merge_states, walk
 from ..planning.rewrites import RewritePlan, plan_rewrites
 from ..run import FileRead, ReadMode, RunContext
@@ -656,6 +657,7 @@ def read_files(run: RunContext, path: str | Sequence[str], *, format: str = "jso
         plan = None
         late: LatePlan | None = None
         rewrites: RewritePlan | None = None
+        hashes: "array[int] | None" = None
         selected: list[FileEntry]
         if bookmark.mode is ReadMode.ALL:
             selected = list(plan_all(listing.entries))
@@ -667,11 +669,14 @@ def read_files(run: RunContext, path: str | Sequence[str], *, format: str = "jso
             plan = plan_band(listing.entries, previous, bookmark.listing_ts, band_opts)
             selected = list(plan.selected)
             info.update(plan.info())
+            # a first run hashes each path once: for its sketch keys and its audit rows
+            hashes = (path_keys(listing.entries) if previous is None and listing.mode == "full"
+                      else None)
             late = plan_late(listing.entries, previous.low if previous else None, sketch,
                              previous.files if previous else {}, plan.selected,
                              -1 if plan.state.low is None else plan.state.low,  # None: nothing read
                              full=listing.mode == "full",
-                             keep_late=band_opts.late_files == "warn")
+                             keep_late=band_opts.late_files == "warn", hashes=hashes)
             if late.unseen:  # a partial listing could not show them: new input, read once
                 selected = sorted(set(selected) | set(late.unseen))
             selected = _apply_late(band_opts.late_files, late, selected, info, paths)
@@ -719,7 +724,10 @@ def read_files(run: RunContext, path: str | Sequence[str], *, format: str = "jso
                             listing_ts=plan.state.listing_ts, band=plan.state.band,
                             files=plan.state.files, extra=extra).to_element()
     run.record_read(transformation_ctx, element, info)
-    run.record_files(transformation_ctx, _audit_rows(selected, late, rewrites))
+    audit = _audit_rows(selected, late, rewrites)
+    if hashes is not None and late is not None and not late.unseen:
+        audit = _with_hashes(audit, listing.entries, hashes, int(bookmark.listing_ts or 0))
+    run.record_files(transformation_ctx, audit)
     if element is not None and selected:  # a file changed while read fails the run
         what, chosen, spark = f"source {transformation_ctx!r}", tuple(selected), run.spark
         run.add_commit_check(lambda: check_unchanged(spark, chosen, what), concurrent=True)
@@ -814,8 +822,14 @@ class _AuditRows(Sequence[FileRead]):
     """The files read as :class:`FileRead` rows, made when the commit asks for them (a first
     run over a million files holds no second million tuples until then)."""
 
-    def __init__(self, entries: Sequence[FileEntry], kinds: dict[str, str]):
-        self.entries, self.kinds = entries, kinds
+    def __init__(self, entries: Sequence[FileEntry], kinds: dict[str, str],
+                 hashes: "array[int] | None" = None):
+        self.entries, self.kinds, self.hashes = entries, kinds, hashes
+
+    def path_keys(self) -> "array[int] | None":
+        """The rows' 64-bit path hashes, in order, when the run computed them (a first run:
+        :func:`~sparkmark.planning.latefiles.path_keys`), else None: the store hashes."""
+        return self.hashes
 
     def __len__(self) -> int:
         return len(self.entries)
@@ -853,11 +867,27 @@ class _AuditRows(Sequence[FileRead]):
 
 
 def _audit_rows(selected: Sequence[FileEntry], late: LatePlan | None,
-                rewrites: RewritePlan | None) -> Sequence[FileRead]:
+                rewrites: RewritePlan | None) -> _AuditRows:
     """What the per-file audit keeps of this read: each file with how it came to be read."""
     kinds = {f.path: "late" for f in (late.late + late.unseen if late is not None else [])}
     kinds.update((f.path, "rewrite") for f in (rewrites.rewritten if rewrites else []))
     return _AuditRows(selected, kinds)
+
+
+def _with_hashes(audit: _AuditRows, listing: Sequence[FileEntry], hashes: "array[int]",
+                 listing_ts: int) -> _AuditRows:
+    """The audit rows of a first run in its listing's order with the path hashes it computed,
+    when the run reads exactly what it listed up to ``listing_ts`` (the files the band rule
+    can select: what it read is a subset of them, so the same number means the same files);
+    else ``audit`` as it is (a bounded run, files left out as rewrites: the store hashes)."""
+    inside = [f[0] <= listing_ts for f in listing]
+    n = sum(inside)
+    if n != len(audit):
+        return audit
+    if n == len(listing):
+        return _AuditRows(listing, audit.kinds, hashes)
+    return _AuditRows(list(compress(listing, inside)), audit.kinds,
+                      array("Q", compress(hashes, inside)))
 
 
 def _stored_schema(state: BandState | None):

@@ -116,12 +116,26 @@ def _hash_order(read: Any) -> tuple[Any, Any]:
 
     import numpy as np
     sha1, from_bytes = hashlib.sha1, int.from_bytes  # path_hash's 16 hex digits, as a number
+    known = _path_keys(read)
+    if known is not None:  # hashed by the run already (a first run's listing)
+        hashes = np.frombuffer(known, dtype=np.uint64)
+        return hashes, np.argsort(hashes, kind="stable")
     paths = getattr(read, "paths", None)  # the files source's: no row made for a hash
     hashes = np.fromiter((from_bytes(sha1(p.encode("utf-8")).digest()[:8], "big")
                           for p in (paths() if paths is not None else
                                     (entry[0] for entry in read))),
                          dtype=np.uint64, count=len(read))
     return hashes, np.argsort(hashes, kind="stable")
+
+
+def _path_keys(read: Any) -> Any:
+    """The 64-bit path hashes of ``read``'s rows in order (an ``array("Q")``) when its maker
+    computed them (the files source's first run), else None."""
+    keys = getattr(read, "path_keys", None)
+    known = keys() if keys is not None else None
+    if known is not None and len(known) != len(read):
+        raise ValueError(f"{len(known)} path hashes for {len(read)} audit rows")
+    return known
 
 
 #: audit rows made and inserted at a time
@@ -690,10 +704,15 @@ class StateStore:
                              kind) for (path, size, mtime, kind), key in zip(
                                 _rows_at(read, batch.tolist()), hashes[batch].tolist())])
                     continue
+                known = _path_keys(read)
                 for i in range(0, len(read), _AUDIT_BATCH):  # bounded batches
                     _insert_rows(conn, files, _FILE_COLUMNS, [
                         (job_name, run_id, now, ctx or "", path, path_hash(path), size, mtime,
-                         kind) for path, size, mtime, kind in read[i:i + _AUDIT_BATCH]])
+                         kind) for path, size, mtime, kind in read[i:i + _AUDIT_BATCH]]
+                        if known is None else [
+                        (job_name, run_id, now, ctx or "", path, f"{key:016x}", size, mtime,
+                         kind) for (path, size, mtime, kind), key in zip(
+                            read[i:i + _AUDIT_BATCH], known[i:i + _AUDIT_BATCH])])
             if before_commit is not None:
                 before_commit()
             return version
