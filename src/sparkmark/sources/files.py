@@ -880,12 +880,12 @@ def _with_hashes(audit: _AuditRows, listing: Sequence[FileEntry], hashes: "array
     when the run reads exactly what it listed up to ``listing_ts`` (the files the band rule
     can select: what it read is a subset of them, so the same number means the same files);
     else ``audit`` as it is (a bounded run, files left out as rewrites: the store hashes)."""
-    inside = [f[0] <= listing_ts for f in listing]
-    n = sum(inside)
+    n = sum(1 for f in listing if f[0] <= listing_ts)
     if n != len(audit):
         return audit
     if n == len(listing):
         return _AuditRows(listing, audit.kinds, hashes)
+    inside = [f[0] <= listing_ts for f in listing]
     return _AuditRows(list(compress(listing, inside)), audit.kinds,
                       array("Q", compress(hashes, inside)))
 
