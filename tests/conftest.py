@@ -194,6 +194,20 @@ def pg_target(pg_server) -> tuple[str, str, dict[str, str]]:
     return url, f"jdbc:postgresql://127.0.0.1:{pg_server.port}/{name}", {"user": "postgres"}
 
 
+DERBY_DRIVER = "org.apache.derby.jdbc.EmbeddedDriver"
+
+
+def need_derby(spark) -> None:
+    """Skip the test when Spark's classpath has no Apache Derby JDBC driver (pyspark/jars
+    normally ships it as derby-*.jar and derbytools-*.jar)."""
+    loader = spark._jvm.java.lang.Thread.currentThread().getContextClassLoader()
+    try:
+        spark._jvm.java.lang.Class.forName(DERBY_DRIVER, True, loader)
+    except Exception:
+        pytest.skip("Apache Derby's JDBC driver is not on Spark's classpath (it normally ships "
+                    "in pyspark/jars as derby-*.jar and derbytools-*.jar)")
+
+
 def pg_jdbc_database(spark, pg_server, prefix: str, statements: list[str]):
     """(SQLAlchemy engine, JDBC URL) of a fresh PostgreSQL database ``<prefix><pid>_<n>`` in
     which ``statements`` ran; skipped (failed in CI) when Spark's classpath has no PostgreSQL

@@ -13,8 +13,9 @@ from sparkmark import Bookmarks, Job
 from sparkmark.errors import ConfigError, SourceError
 from sparkmark.options import DISABLE, ENABLE, PAUSE
 
+from conftest import need_derby
+
 _counter = itertools.count()
-DERBY_DRIVER = "org.apache.derby.jdbc.EmbeddedDriver"
 
 
 class Derby:
@@ -48,12 +49,7 @@ class Derby:
 
 @pytest.fixture
 def derby(spark):
-    loader = spark._jvm.java.lang.Thread.currentThread().getContextClassLoader()
-    try:
-        spark._jvm.java.lang.Class.forName(DERBY_DRIVER, True, loader)
-    except Exception:
-        pytest.skip("Apache Derby's JDBC driver is not on Spark's classpath (it normally ships "
-                    "in pyspark/jars as derby-*.jar and derbytools-*.jar)")
+    need_derby(spark)
     db = Derby(spark, f"sm{os.getpid()}_{next(_counter)}")
     yield db
     db.drop()

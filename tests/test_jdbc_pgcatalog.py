@@ -17,11 +17,10 @@ from sparkmark import Job
 from sparkmark.jdbcconn import JdbcConnection, _decode_rows
 from sparkmark.options import ENABLE
 
-from conftest import pg_jdbc_database
+from conftest import DERBY_DRIVER, need_derby, pg_jdbc_database
 
 _counter = itertools.count()
 PG_DRIVER = "org.postgresql.Driver"
-DERBY_DRIVER = "org.apache.derby.jdbc.EmbeddedDriver"
 
 DDL = [
     "CREATE TYPE mood AS ENUM ('sad', 'ok')",
@@ -147,11 +146,7 @@ def test_a_job_reads_by_the_primary_key_the_query_found(spark, pg, tmp_path):
 def test_a_connection_that_is_not_pgjdbcs_is_asked_by_getcolumns(spark):
     """The query needs PgJDBC's connection; on another driver's (Derby here, taken for
     PostgreSQL by force) it fails and the link answers by getColumns/getPrimaryKeys."""
-    loader = spark._jvm.java.lang.Thread.currentThread().getContextClassLoader()
-    try:
-        spark._jvm.java.lang.Class.forName(DERBY_DRIVER, True, loader)
-    except Exception:
-        pytest.skip("Apache Derby's JDBC driver is not on Spark's classpath")
+    need_derby(spark)
     url = f"jdbc:derby:memory:pgcat{os.getpid()}_{next(_counter)};create=true"
     with JdbcConnection(spark, url, {}, DERBY_DRIVER) as conn:
         st = conn.java_connection.createStatement()

@@ -21,11 +21,10 @@ from sparkmark.sources import jdbc as jdbc_source
 from sparkmark.sources import jdbcrelation
 from sparkmark.sources.jdbcrelation import load_on, usable
 
-from conftest import pg_jdbc_database
+from conftest import DERBY_DRIVER, need_derby, pg_jdbc_database
 
 _counter = itertools.count()
 PG_DRIVER = "org.postgresql.Driver"
-DERBY_DRIVER = "org.apache.derby.jdbc.EmbeddedDriver"
 
 
 @pytest.fixture
@@ -113,11 +112,7 @@ def test_reader_options_shape_the_schema_as_in_sparks_read(spark, pg, extra):
 
 
 def test_derby_another_dialect_reads_the_same(spark):
-    loader = spark._jvm.java.lang.Thread.currentThread().getContextClassLoader()
-    try:
-        spark._jvm.java.lang.Class.forName(DERBY_DRIVER, True, loader)
-    except Exception:
-        pytest.skip("Apache Derby's JDBC driver is not on Spark's classpath")
+    need_derby(spark)
     url = f"jdbc:derby:memory:rel{os.getpid()}_{next(_counter)}"
     conn = spark._jvm.java.sql.DriverManager.getConnection(url + ";create=true")
     st = conn.createStatement()

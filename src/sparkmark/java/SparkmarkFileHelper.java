@@ -26,17 +26,8 @@ public class SparkmarkFileHelper {
     }
 
     /** Adds the files of one chunk of the listing (see above), in its order. */
-    public void add(String listing, long blockSize) {
-        if (listing.isEmpty()) {
-            return;
-        }
-        int start = 0;
-        int length = listing.length();
-        while (start < length) {
-            int[] at = fields(listing, start);
-            int a = at[0];
-            int b = at[1];
-            int end = at[2];
+    public void add(final String listing, final long blockSize) {
+        lines(listing, (line, start, a, b, end) -> {
             long size = Long.parseLong(listing.substring(start, a));
             long mtime = Long.parseLong(listing.substring(a + 1, b));
             String path = listing.substring(b + 1, end);
@@ -44,8 +35,7 @@ public class SparkmarkFileHelper {
                 path = "file://" + path.substring(5);  // "file:///in/a.json", as Hadoop's local
             }                                          // file system spells its statuses
             statuses.add(new FileStatus(size, false, 1, blockSize, mtime, new Path(path)));
-            start = end + 1;
-        }
+        });
     }
 
     /** The commit's check that no local file read changed since it was listed, for one chunk
@@ -55,19 +45,9 @@ public class SparkmarkFileHelper {
      *  "U TAB i" for a line this JVM could not check (not a local path, a name the JVM cannot
      *  encode, an I/O error: the caller stats those itself), one per line; a file that is gone
      *  is neither (whatever the run read of it cannot be read again). */
-    public String changedLocal(String listing) {
-        StringBuilder out = new StringBuilder();
-        if (listing.isEmpty()) {
-            return "";
-        }
-        int start = 0;
-        int line = 0;
-        int length = listing.length();
-        while (start < length) {
-            int[] at = fields(listing, start);
-            int a = at[0];
-            int b = at[1];
-            int end = at[2];
+    public String changedLocal(final String listing) {
+        final StringBuilder out = new StringBuilder();
+        lines(listing, (line, start, a, b, end) -> {
             String path = listing.substring(b + 1, end);
             try {
                 if (!path.startsWith("file:/")) {
@@ -88,21 +68,30 @@ public class SparkmarkFileHelper {
             } catch (Exception e) {  // InvalidPathException, IOException, a malformed line
                 out.append("U\t").append(line).append('\n');
             }
-            start = end + 1;
-            line++;
-        }
+        });
         return out.toString();
     }
 
-    /** Where the fields of the line that starts at {@code start} end: {first tab, second tab,
-     *  the line's end (its newline, or the end of the text)}; a tab that is missing is -1. */
-    private static int[] fields(String listing, int start) {
-        int end = listing.indexOf('\n', start);
-        if (end < 0) {
-            end = listing.length();
+    /** What add() and changedLocal() do with one line: its number (from 0), where it starts,
+     *  its first and second TAB (-1 when missing) and its end (its newline or the text's). */
+    private interface Line {
+        void take(int line, int start, int tab1, int tab2, int end);
+    }
+
+    /** Calls {@code each} for every line of {@code listing}, in order. */
+    private static void lines(String listing, Line each) {
+        int start = 0;
+        int line = 0;
+        int length = listing.length();
+        while (start < length) {
+            int end = listing.indexOf('\n', start);
+            if (end < 0) {
+                end = length;
+            }
+            int a = listing.indexOf('\t', start);
+            each.take(line++, start, a, listing.indexOf('\t', a + 1), end);
+            start = end + 1;
         }
-        int a = listing.indexOf('\t', start);
-        return new int[] {a, listing.indexOf('\t', a + 1), end};
     }
 
     /** The statuses added so far, in their order. */
