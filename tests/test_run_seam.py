@@ -109,3 +109,32 @@ def test_the_file_source_and_sink_run_on_any_run_context(spark, tmp_path, clock)
     later = PlainRun(spark, element, clock.now + 60_000)
     read_files(later, str(src), format="json", transformation_ctx="src")
     assert later.recorded["src"][1]["files"] == 0  # nothing new after the element
+
+
+def test_a_verifying_check_is_concurrent_only_where_the_run_context_takes_the_keyword():
+    """``add_verifying_check``: a run context with ``add_commit_check(check, *, concurrent)``
+    (sparkmark's Job) is asked for the overlap; one written against the earlier seam
+    (``add_commit_check(check)``, as PlainRun above) gets the plain call, not a TypeError."""
+    from sparkmark.run import add_verifying_check
+
+    class Old:
+        def __init__(self):
+            self.calls = []
+
+        def add_commit_check(self, check):
+            self.calls.append((check, None))
+
+    class New(Old):
+        def add_commit_check(self, check, *, concurrent=False):
+            self.calls.append((check, concurrent))
+
+    class Loose(Old):
+        def add_commit_check(self, check, **kw):
+            self.calls.append((check, kw.get("concurrent")))
+
+    def check():
+        return None
+    for kind, want in ((Old, None), (New, True), (Loose, True)):
+        run = kind()
+        add_verifying_check(run, check)
+        assert run.calls == [(check, want)], kind

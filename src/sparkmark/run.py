@@ -256,3 +256,23 @@ class RunContext(Protocol):
         """Secret values this run was given (connection properties, a URL's password): they
         are scrubbed from any text the run writes to the ledger."""
         ...
+
+
+def add_verifying_check(run: RunContext, check: Callable[[], None]) -> None:
+    """Register ``check``, which only verifies, with ``run``: as ``concurrent=True`` when the
+    run context takes that keyword, else as any commit check (a run context written before
+    the keyword was added runs it before the commit, one check after the other: the same
+    guarantee, without the overlap).
+
+    Example: ``add_verifying_check(run, lambda: check_unchanged(spark, files, "source 'src'"))``
+    """
+    import inspect
+    try:
+        params = inspect.signature(run.add_commit_check).parameters.values()
+    except (TypeError, ValueError):  # no signature to read: the plain call
+        params = None
+    if params is not None and any(p.name == "concurrent" or p.kind is p.VAR_KEYWORD
+                                  for p in params):
+        run.add_commit_check(check, concurrent=True)
+    else:
+        run.add_commit_check(check)

@@ -47,7 +47,7 @@ from ..planning.bands import (BandOptions, BandState, FileEntry, excluded, glob_
 from ..planning.latefiles import SAMPLE, LatePlan, SettledSketch, path_keys, plan_late
 from ..planning.listing import ListingState, choose_listing, margin_for, merge_states, walk
 from ..planning.rewrites import RewritePlan, plan_rewrites
-from ..run import FileRead, ReadMode, RunContext
+from ..run import FileRead, ReadMode, RunContext, add_verifying_check
 from ..schema_drift import name_paths, skip_hint, split_drift_option
 from ..secrets import mask_url
 from .dirlisting import hadoop_after, hadoop_level, local_level, local_root
@@ -730,7 +730,7 @@ def read_files(run: RunContext, path: str | Sequence[str], *, format: str = "jso
     run.record_files(transformation_ctx, audit)
     if element is not None and selected:  # a file changed while read fails the run
         what, chosen, spark = f"source {transformation_ctx!r}", tuple(selected), run.spark
-        run.add_commit_check(lambda: check_unchanged(spark, chosen, what), concurrent=True)
+        add_verifying_check(run, lambda: check_unchanged(spark, chosen, what))
     return df
 
 
