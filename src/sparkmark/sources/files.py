@@ -726,7 +726,8 @@ def read_files(run: RunContext, path: str | Sequence[str], *, format: str = "jso
     run.record_read(transformation_ctx, element, info)
     audit = _audit_rows(selected, late, rewrites)
     if hashes is not None and late is not None and not late.unseen:
-        audit = _with_hashes(audit, listing.entries, hashes, int(bookmark.listing_ts or 0))
+        audit = _with_hashes(audit, listing.entries, hashes, int(bookmark.listing_ts or 0),
+                             plan.eligible if plan is not None else -1)
     run.record_files(transformation_ctx, audit)
     if element is not None and selected:  # a file changed while read fails the run
         what, chosen, spark = f"source {transformation_ctx!r}", tuple(selected), run.spark
@@ -875,19 +876,22 @@ def _audit_rows(selected: Sequence[FileEntry], late: LatePlan | None,
 
 
 def _with_hashes(audit: _AuditRows, listing: Sequence[FileEntry], hashes: "array[int]",
-                 listing_ts: int) -> _AuditRows:
+                 listing_ts: int, eligible: int) -> _AuditRows:
     """The audit rows of a first run in its listing's order with the path hashes it computed,
     when the run reads exactly what it listed up to ``listing_ts`` (the files the band rule
     can select: what it read is a subset of them, so the same number means the same files);
-    else ``audit`` as it is (a bounded run, files left out as rewrites: the store hashes)."""
-    n = sum(1 for f in listing if f[0] <= listing_ts)
+    else ``audit`` as it is (a bounded run, files left out as rewrites: the store hashes).
+    ``eligible``: the band plan's count of those files (a first run's candidates)."""
+    n = eligible
     if n != len(audit):
         return audit
     if n == len(listing):
         return _AuditRows(listing, audit.kinds, hashes)
     inside = [f[0] <= listing_ts for f in listing]
-    return _AuditRows(list(compress(listing, inside)), audit.kinds,
-                      array("Q", compress(hashes, inside)))
+    read = list(compress(listing, inside))
+    if len(read) != n:  # not the plan's candidates after all: the store hashes
+        return audit
+    return _AuditRows(read, audit.kinds, array("Q", compress(hashes, inside)))
 
 
 def _stored_schema(state: BandState | None):
