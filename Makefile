@@ -109,7 +109,7 @@ test-stream2:
 
 # ruff and mypy (configured in pyproject.toml); part of `make test`
 lint: install
-	$(BIN)/ruff check src tests
+	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/mypy
 
 # everything on Spark 4 (`make test` passes TEST4_ARGS=--ignore=tests/test_chaos.py and runs

@@ -133,8 +133,8 @@ def main() -> None:
            "files": a.files, "rows_per_file": a.rows, "partitions": parts, "repeat": a.repeat,
            "generate_s": round(gen_s, 2), **results}
     print(f"Spark {version}: {a.files} files x {a.rows} rows = {a.files * a.rows:,} rows, "
-          f"{parts} partitions, best of {a.repeat} after a warm-up (load avg {load[0]:.1f} on {os.cpu_count()} "
-          "cores)")
+          f"{parts} partitions, best of {a.repeat} after a warm-up (load avg {load[0]:.1f} on "
+          f"{os.cpu_count()} cores)")
     print(f"{'reader':<44}{'seconds':>10}")
     print(f"{'new: fastavro in mapInArrow (3.5 and 4.x)':<44}{results['new_mapInArrow_s']:>10.2f}")
     if "old_datasource_s" in results:

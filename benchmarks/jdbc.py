@@ -118,7 +118,8 @@ def main(argv=None) -> int:
                 _load(engine, table, top + 1, top + k)
                 lo, top = top, top + k
 
-                def plain_read() -> None:
+                def plain_read(table: str = table, lo: int = lo, top: int = top,
+                               plain: list = plain) -> None:
                     t1 = time.perf_counter()
                     spark.read.jdbc(url, table, predicates=[f"id > {lo} AND id <= {top}"],
                                     properties={"driver": "org.postgresql.Driver"}) \

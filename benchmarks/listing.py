@@ -126,7 +126,7 @@ def scenario(args) -> dict:
         prev_listing = ListingState.from_element(previous.extra.get("listing")) if previous \
             else None
 
-        def decide(roots):
+        def decide(roots, prev_listing=prev_listing, sketch=sketch):
             return (choose_listing(prev_listing, enabled=opts.incremental_listing, roots=roots,
                                    listing_ts=T, interval=opts.full_listing_interval,
                                    has_sketch=sketch is not None)[0], prev_listing)
