@@ -30,8 +30,7 @@ CRASH_TRIALS35 ?= 5
 CRASH_JDBC_TRIALS35 ?= 3
 
 .PHONY: install install35 install-airflow install-dagster jars iceberg-jars demo lint test test4 \
-	test35 test-iceberg test-airflow test-dagster bench \
-	test-chaos test-stream2
+	test35 test-iceberg test-airflow test-dagster bench
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -88,40 +87,18 @@ endif
 demo: $(DEMO_BIN)/.installed
 	$(DEMO_BIN)/sparkmark demo
 
-# The whole test suite on Spark 4, the Spark-dependent suites on Spark 3.5, Iceberg and the
-# scheduler integrations in their own venvs (real Spark, real SQLite, a real PostgreSQL server,
-# real JDBC drivers, real Airflow and Dagster), in two streams at once: one pytest process keeps
-# a 2-core machine about half busy (py4j round trips, JVM start-ups, servers' answers), so
-#   stream 1: test4 without the fault schedules;
-#   stream 2: test-chaos (the fault schedules, Spark 4), test35, test-iceberg, test-airflow,
-#             test-dagster, one after the other.
-# Each stream's output appears when it ends (--output-sync); a failure in either fails the target.
-test: lint
-	$(MAKE) --no-print-directory -j2 --output-sync=target test4 test-stream2 \
-	TEST4_ARGS=--ignore=tests/test_chaos.py
-
-test-stream2:
-	$(MAKE) --no-print-directory test-chaos
-	$(MAKE) --no-print-directory test35
-	$(MAKE) --no-print-directory test-iceberg
-	$(MAKE) --no-print-directory test-airflow
-	$(MAKE) --no-print-directory test-dagster
+# The whole test suite on Spark 4, then the Spark-dependent suites on Spark 3.5, then the
+# scheduler integrations in their own venvs
+# (real Spark, real SQLite, a real PostgreSQL server, real JDBC drivers, real Airflow and Dagster)
+test: lint test4 test35 test-iceberg test-airflow test-dagster
 
 # ruff and mypy (configured in pyproject.toml); part of `make test`
 lint: install
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/mypy
 
-# everything on Spark 4 (`make test` passes TEST4_ARGS=--ignore=tests/test_chaos.py and runs
-# test-chaos in its other stream)
-TEST4_ARGS ?=
 test4: install jars
-	SPARKMARK_REQUIRE_S3=1 $(BIN)/python -m pytest -q -p no:cacheprovider --durations=25 $(TEST4_ARGS)
-
-# the seeded fault schedules on Spark 4 (tests/test_chaos.py; SPARKMARK_CHAOS_SCHEDULES)
-test-chaos: install jars
-	SPARKMARK_REQUIRE_S3=1 $(BIN)/python -m pytest -q -p no:cacheprovider --durations=10 \
-	tests/test_chaos.py
+	SPARKMARK_REQUIRE_S3=1 $(BIN)/python -m pytest -q -p no:cacheprovider --durations=25
 
 # (classic sessions only: PyPI's pyspark 3.5 ships no Spark Connect server jar)
 test35: install35 jars
