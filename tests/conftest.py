@@ -23,8 +23,10 @@ _counter = itertools.count()
 def pytest_configure(config):
     """Before any Spark starts: the driver JVMs of this run and of the processes it starts load
     Spark's classes from a class-data-sharing archive (built once per Spark and Java, ~40 s;
-    a driver starts ~3 s sooner).  SPARKMARK_TEST_CDS=0 switches it off."""
-    from sparkmark.devtools.jvmcache import enable
+    a driver starts ~3 s sooner).  SPARKMARK_TEST_CDS=0 switches it off.  They also run with
+    the client compiler and the serial collector (jvmcache.FAST_START; SPARKMARK_TEST_JIT=0)."""
+    from sparkmark.devtools.jvmcache import enable, fast_start
+    fast_start()
     enable()
 
 

@@ -71,3 +71,26 @@ def test_this_runs_drivers_get_the_archive(spark):
         assert not any(a.startswith("-XX:SharedArchiveFile") for a in args), args
     else:
         assert f"-XX:SharedArchiveFile={target}" in args, args
+
+
+def test_fast_start_adds_its_options_once_and_can_be_switched_off(monkeypatch):
+    monkeypatch.setenv(jvmcache.SUBMIT_OPTS, "-Dmine=1")
+    monkeypatch.delenv("SPARKMARK_TEST_JIT", raising=False)
+    assert jvmcache.fast_start() == list(jvmcache.FAST_START)
+    assert jvmcache.fast_start() == list(jvmcache.FAST_START)
+    opts = os.environ[jvmcache.SUBMIT_OPTS].split()
+    assert opts[0] == "-Dmine=1" and all(opts.count(o) == 1 for o in jvmcache.FAST_START)
+    # a standalone cluster's JVMs get them too (no archive here: only these)
+    assert jvmcache.options() == list(jvmcache.FAST_START)
+    monkeypatch.setenv(jvmcache.SUBMIT_OPTS, "")
+    monkeypatch.setenv("SPARKMARK_TEST_JIT", "0")
+    assert jvmcache.fast_start() == [] and os.environ[jvmcache.SUBMIT_OPTS] == ""
+
+
+def test_this_runs_drivers_get_the_fast_start_options(spark):
+    """The session fixture's driver JVM runs with the client compiler and the serial collector
+    (unless SPARKMARK_TEST_JIT=0)."""
+    args = list(spark.sparkContext._jvm.java.lang.management.ManagementFactory
+                .getRuntimeMXBean().getInputArguments())
+    want = [] if os.environ.get("SPARKMARK_TEST_JIT", "1") == "0" else list(jvmcache.FAST_START)
+    assert [a for a in args if a in jvmcache.FAST_START] == want, args

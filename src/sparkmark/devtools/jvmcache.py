@@ -39,6 +39,13 @@ SUBMIT_OPTS = "SPARK_SUBMIT_OPTS"
 #: quiet: an archive that does not match this JVM is skipped without a warning on stdout
 _QUIET = "-Xlog:cds=off,cds+dynamic=off"
 
+#: the tests' drivers run small jobs for seconds: the client compiler only (no C2 compiler
+#: threads competing for the cores) and the serial collector (no parallel GC threads).  On this
+#: project's 2-core CI machine, crash trials (a driver process each) took 65 s against 83-91 s,
+#: and the file-source and sink suites in one session 47-57 s against 69-72 s.  Test
+#: infrastructure only, like the archive; ``SPARKMARK_TEST_JIT=0`` leaves the JVM's defaults.
+FAST_START = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC")
+
 #: archives kept in the cache (each ~190 MB; a clone elsewhere, another venv or Spark needs its
 #: own): building one removes the oldest beyond this
 KEEP = 6
@@ -154,15 +161,34 @@ def _prune(folder: Path, keep: int) -> None:
 
 def options() -> list[str]:
     """The archive's JVM options that :func:`enable` put in ``SPARK_SUBMIT_OPTS`` (empty when
-    it did not), for JVMs that spark-submit does not start: a standalone cluster's master,
-    workers and executors (``sparkmark.devtools.cluster`` gives them ``JAVA_TOOL_OPTIONS``).
+    it did not), and :func:`fast_start`'s, for JVMs that spark-submit does not start: a
+    standalone cluster's master, workers and executors (``sparkmark.devtools.cluster`` gives
+    them ``JAVA_TOOL_OPTIONS``).
 
     >>> isinstance(options(), list)
     True
     """
     opts = os.environ.get(SUBMIT_OPTS, "").split()
     archive = [o for o in opts if o.startswith("-XX:SharedArchiveFile=")]
-    return [archive[-1], _QUIET] if archive else []
+    fast = [o for o in FAST_START if o in opts]
+    return ([archive[-1], _QUIET] if archive else []) + fast
+
+
+def fast_start() -> list[str]:
+    """Give the driver JVMs that this process and its children start :data:`FAST_START`
+    (through ``SPARK_SUBMIT_OPTS``, as :func:`enable` does the archive); returns the options
+    added now or before, ``[]`` when ``SPARKMARK_TEST_JIT=0``.  Idempotent.
+
+    >>> isinstance(fast_start(), list)
+    True
+    """
+    if os.environ.get("SPARKMARK_TEST_JIT", "1") == "0":
+        return []
+    opts = os.environ.get(SUBMIT_OPTS, "")
+    missing = [o for o in FAST_START if o not in opts.split()]
+    if missing:
+        os.environ[SUBMIT_OPTS] = f"{opts} {' '.join(missing)}".strip()
+    return list(FAST_START)
 
 
 def enable() -> Path | None:
