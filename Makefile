@@ -26,8 +26,8 @@ SUITES35 ?= tests/test_compat.py tests/test_state_store.py tests/test_lifecycle.
 # Iceberg tables as a source (Spark 3.5 only): in a pytest process of their own, because the
 # session they need (Iceberg jars and SQL extensions) must be the first one the process starts
 ICEBERG_SUITES35 ?= tests/test_iceberg_source.py tests/test_iceberg_target.py tests/test_iceberg_flows.py tests/test_chaos_iceberg.py
-CRASH_TRIALS35 ?= 5
-CRASH_JDBC_TRIALS35 ?= 3
+CRASH_TRIALS35 ?= 3
+CRASH_JDBC_TRIALS35 ?= 2
 
 .PHONY: install install35 install-airflow install-dagster jars iceberg-jars demo lint test test4 \
 	test35 test-iceberg test-airflow test-dagster bench
@@ -106,7 +106,7 @@ test35: install35 jars
 	SPARKMARK_TEST_BACKENDS=$${SPARKMARK_TEST_BACKENDS35:-sqlite} \
 	SPARKMARK_CRASH_TRIALS=$${SPARKMARK_CRASH_TRIALS35:-$(CRASH_TRIALS35)} \
 	SPARKMARK_CRASH_JDBC_TRIALS=$${SPARKMARK_CRASH_JDBC_TRIALS35:-$(CRASH_JDBC_TRIALS35)} \
-	SPARKMARK_CRASH_S3_TRIALS=$${SPARKMARK_CRASH_S3_TRIALS35:-3} \
+	SPARKMARK_CRASH_S3_TRIALS=$${SPARKMARK_CRASH_S3_TRIALS35:-2} \
 	SPARKMARK_TEST_GLUE_S3=$${SPARKMARK_TEST_GLUE_S3_35:-0} \
 	$(BIN35)/python -m pytest -q -p no:cacheprovider --durations=10 $(SUITES35)
 
