@@ -16,7 +16,8 @@ Connect servers included); a standalone cluster started by ``sparkmark.devtools.
 the same options (:func:`options`) to its master, workers and executors.  The JVM checks the
 archive against its class path and ignores it, silently (the options turn the CDS log off),
 when they do not match; a failed build leaves the environment as it was.  Only where classes
-come from changes, not which classes or what they do.
+come from changes, not which classes or what they do.  :func:`fast_start` adds, the same way,
+the client compiler and the serial collector (:data:`FAST_START`) for those short-lived JVMs.
 
 Example::
 
@@ -184,11 +185,16 @@ def fast_start() -> list[str]:
     """
     if os.environ.get("SPARKMARK_TEST_JIT", "1") == "0":
         return []
+    _add_submit_opts(FAST_START)
+    return list(FAST_START)
+
+
+def _add_submit_opts(options: "tuple[str, ...] | list[str]") -> None:
+    """Append to ``SPARK_SUBMIT_OPTS`` those of ``options`` it does not hold yet."""
     opts = os.environ.get(SUBMIT_OPTS, "")
-    missing = [o for o in FAST_START if o not in opts.split()]
+    missing = [o for o in options if o not in opts.split()]
     if missing:
         os.environ[SUBMIT_OPTS] = f"{opts} {' '.join(missing)}".strip()
-    return list(FAST_START)
 
 
 def enable() -> Path | None:
@@ -200,8 +206,7 @@ def enable() -> Path | None:
     target = archive_path()
     if target is None:
         return None
-    opts = os.environ.get(SUBMIT_OPTS, "")
-    if f"-XX:SharedArchiveFile={target}" in opts:
+    if f"-XX:SharedArchiveFile={target}" in os.environ.get(SUBMIT_OPTS, "").split():
         return target
     if not target.exists():
         started = time.monotonic()
@@ -209,7 +214,7 @@ def enable() -> Path | None:
             return None
         print(f"sparkmark.devtools.jvmcache: built {target} in "
               f"{time.monotonic() - started:.0f} s", file=sys.stderr)
-    os.environ[SUBMIT_OPTS] = f"{opts} -XX:SharedArchiveFile={target} {_QUIET}".strip()
+    _add_submit_opts([f"-XX:SharedArchiveFile={target}", _QUIET])
     return target
 
 

@@ -882,14 +882,13 @@ def _with_hashes(audit: _AuditRows, listing: Sequence[FileEntry], hashes: "array
     can select: what it read is a subset of them, so the same number means the same files);
     else ``audit`` as it is (a bounded run, files left out as rewrites: the store hashes).
     ``eligible``: the band plan's count of those files (a first run's candidates)."""
-    n = eligible
-    if n != len(audit):
+    if eligible != len(audit):
         return audit
-    if n == len(listing):
+    if eligible == len(listing):
         return _AuditRows(listing, audit.kinds, hashes)
     inside = [f[0] <= listing_ts for f in listing]
     read = list(compress(listing, inside))
-    if len(read) != n:  # not the plan's candidates after all: the store hashes
+    if len(read) != eligible:  # not the plan's candidates after all: the store hashes
         return audit
     return _AuditRows(read, audit.kinds, array("Q", compress(hashes, inside)))
 
