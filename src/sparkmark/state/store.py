@@ -237,6 +237,42 @@ def _sqlite_identity(engine: Engine) -> Any:
     return (st.st_dev, st.st_ino)
 
 
+def _new_sqlite_file_whole(engine: Engine) -> None:
+    """Make a state file that does not exist yet appear whole: in WAL mode, its header written.
+
+    ``sqlite3.connect`` leaves a 0-byte file until its first write, and another process that
+    opens the store at that moment takes it for a truncated store and refuses it
+    (``_refuse_empty_file``; two jobs starting at once on a new store, seen under load in
+    ``tests/test_concurrency.py``).  So the file is made beside its place and hard-linked into
+    it; when another process got there first, the link fails and its file is used.  Where this
+    cannot be done (no hard links, a folder that is not writable) the engine creates the file
+    in place as before, and reports its own errors."""
+    import secrets
+    import sqlite3
+    if (engine.url.get_backend_name() != "sqlite" or engine.url.database in (None, "", ":memory:")
+            or engine.url.query.get("uri")):
+        return
+    path = Path(engine.url.database).expanduser()
+    if os.path.lexists(path):
+        return
+    tmp = path.with_name(f".{path.name}.{os.getpid()}-{secrets.token_hex(4)}.new")
+    try:
+        conn = sqlite3.connect(tmp)
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+        finally:
+            conn.close()
+        os.link(tmp, path)
+    except (sqlite3.Error, OSError):
+        pass  # FileExistsError: another process's file is there now; else created in place
+    finally:
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            try:
+                os.unlink(f"{tmp}{suffix}")
+            except OSError:
+                pass
+
+
 def cap(value: Any, limit: int = 80) -> str:
     """A user-given value shortened for echoing in a message.
 
@@ -364,6 +400,8 @@ class StateStore:
                     return engine, known_id
                 engine.dispose()
             engine = self._create_engine()
+            if self.create:
+                _new_sqlite_file_whole(engine)
             with self._errors("open"):
                 with engine.begin() as conn:
                     if self.create:
