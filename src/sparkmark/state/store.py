@@ -237,6 +237,15 @@ def _sqlite_identity(engine: Engine) -> Any:
     return (st.st_dev, st.st_ino)
 
 
+def _sqlite_path(url: Any) -> Path | None:
+    """The file of a SQLite URL (a SQLAlchemy ``URL``); None for other databases, in-memory
+    ones and ``uri=true`` URLs."""
+    if (url.get_backend_name() != "sqlite" or url.database in (None, "", ":memory:")
+            or url.query.get("uri")):
+        return None
+    return Path(url.database).expanduser()
+
+
 def _new_sqlite_file_whole(engine: Engine) -> None:
     """Make a state file that does not exist yet appear whole: in WAL mode, its header written.
 
@@ -249,11 +258,8 @@ def _new_sqlite_file_whole(engine: Engine) -> None:
     in place as before, and reports its own errors."""
     import secrets
     import sqlite3
-    if (engine.url.get_backend_name() != "sqlite" or engine.url.database in (None, "", ":memory:")
-            or engine.url.query.get("uri")):
-        return
-    path = Path(engine.url.database).expanduser()
-    if os.path.lexists(path):
+    path = _sqlite_path(engine.url)
+    if path is None or os.path.lexists(path):
         return
     tmp = path.with_name(f".{path.name}.{os.getpid()}-{secrets.token_hex(4)}.new")
     try:
@@ -415,12 +421,11 @@ class StateStore:
         """A state file that exists but is empty was truncated (or created by something else):
         creating a schema in it would silently restart every bookmark from nothing."""
         try:
-            url = make_url(self.url)
+            path = _sqlite_path(make_url(self.url))
         except ArgumentError:
             return
-        if url.get_backend_name() != "sqlite" or url.database in (None, "", ":memory:"):
+        if path is None:
             return
-        path = Path(url.database).expanduser()
         try:
             empty = path.is_file() and path.stat().st_size == 0
         except OSError:
