@@ -3,6 +3,8 @@ against a simple reference model that keeps the whole history."""
 from __future__ import annotations
 
 import json
+from operator import itemgetter
+from typing import Iterable
 
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
@@ -10,9 +12,10 @@ from hypothesis import strategies as st
 
 from sparkmark.errors import ConfigError
 from sparkmark.planning.listing import FullInterval
+from sparkmark.planning.filecolumns import FileColumns
 from sparkmark.planning.bands import (BandOptions, BandState, FileEntry, excluded, glob_to_regex,
                                       parse_exclusions, path_hash, plan_all, plan_band,
-                                      plan_replay, split_options)
+                                      Plan, plan_replay, split_options)
 
 DT = 100
 
@@ -310,6 +313,91 @@ run_options = st.one_of(
 step = st.tuples(st.lists(event, max_size=6), st.integers(-DT // 2, 2 * DT), run_options)
 
 
+def tuple_plan_band(listing: Iterable[FileEntry], previous: BandState | None, listing_ts: int,
+              options: BandOptions = BandOptions()) -> Plan:
+    """The planner as it was before the columns (2026-11-30): every file a FileEntry tuple,
+    one loop. The columnar planner must give exactly its plans."""
+    T = int(listing_ts)
+    dt = int(options.max_band)
+    prev_low = previous.low if previous is not None else None
+    prev_files: dict[str, int] = dict(previous.files) if previous is not None else {}
+    listing = list(listing)
+    # The driver's clock alone must not settle anything: a clock that runs ahead would move
+    # ``low`` past files the storage stamps later.  The state's T is bounded by what the file
+    # system shows: at most the newest listed mtime + dt - 1, so low = T_state - dt stays below
+    # every file written from now on (docs/files.md, "Clocks").  Selection still uses T.
+    newest = max(map(itemgetter(0), listing), default=None)  # FileEntry[0] is its mtime
+    T_state = T if newest is None else min(T, newest + dt - 1)
+    band_start = T_state - dt
+
+    # Path hashes only where they are needed: to check a file against the band's ``files``
+    # (none on a first run), for ``maxFilesInBand``, and for the files the next state keeps.
+    # A first run over a million files then hashes a band's worth, not a million.
+    candidates: list[FileEntry] = []
+    waiting = 0
+    check_files = bool(prev_files)
+    # settled files (mtime <= prev_low) are not even hashed, so a big old directory costs little
+    unsettled = listing if prev_low is None else [e for e in listing if e[0] > prev_low]
+    for entry in unsettled:
+        if check_files and prev_files.get(path_hash(entry.path)) == entry.mtime:
+            continue
+        if entry.mtime > T:
+            waiting += 1
+            continue
+        candidates.append(entry)
+    candidates.sort()  # oldest first: (mtime, path)
+
+    # files already saved inside the new band count against maxFilesInBand
+    in_band = {k for k, m in prev_files.items() if m > band_start}
+    cap = options.max_files_in_band
+    n_taken = 0
+    size = 0
+    stopped_by = None
+    for entry in candidates:
+        if options.bounded_files is not None and n_taken >= options.bounded_files:
+            stopped_by = "boundedFiles"
+            break
+        if (options.bounded_size is not None and n_taken
+                and size + entry.size > options.bounded_size):
+            stopped_by = "boundedSize"
+            break
+        if cap is not None and entry.mtime > band_start:
+            key = path_hash(entry.path)
+            if key not in in_band and len(in_band) >= cap:
+                stopped_by = "maxFilesInBand"
+                break
+            in_band.add(key)
+        n_taken += 1
+        size += entry.size
+    taken = candidates[:n_taken] if n_taken < len(candidates) else candidates
+
+    if newest is None:  # nothing listed: nothing the file system shows settles anything
+        state = BandState(low=prev_low, high=previous.high if previous is not None else None,
+                          listing_ts=T, band=dt, files=prev_files,
+                          extra=dict(previous.extra) if previous is not None else {})
+        return Plan(selected=(), state=state, eligible=0, deferred=0, waiting=0)
+    if len(taken) == len(candidates):
+        high = T_state
+        low_candidate = band_start
+    else:
+        cut = candidates[len(taken)].mtime   # oldest file left behind
+        high = cut - 1
+        low_candidate = min(cut - 1, band_start)
+    low = low_candidate if prev_low is None else max(prev_low, low_candidate)
+    high = max(high, low)  # everything up to low is settled too (the clock may have gone back)
+
+    files = {k: m for k, m in prev_files.items() if m > low}
+    for entry in taken:
+        if entry.mtime > low:
+            files[path_hash(entry.path)] = entry.mtime
+        elif files:
+            files.pop(path_hash(entry.path), None)
+    extra = dict(previous.extra) if previous is not None else {}
+    state = BandState(low=low, high=high, listing_ts=T, band=dt, files=files, extra=extra)
+    return Plan(selected=tuple(taken), state=state, eligible=len(candidates),
+                deferred=len(candidates) - len(taken), waiting=waiting, stopped_by=stopped_by)
+
+
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(step, min_size=1, max_size=12))
 def test_planner_against_reference_model(timeline):
@@ -335,6 +423,13 @@ def test_planner_against_reference_model(timeline):
         now += advance
         visible = list(files.values())
         plan = plan_band(visible, state, now, opts)
+        # exactly the plan of the tuple planner, whatever the listing's order or form
+        oracle = tuple_plan_band(visible, state, now, opts)
+        assert (plan.selected, plan.state, plan.eligible, plan.deferred, plan.waiting,
+                plan.stopped_by) == (oracle.selected, oracle.state, oracle.eligible,
+                                     oracle.deferred, oracle.waiting, oracle.stopped_by)
+        shuffled = FileColumns.of(visible[len(visible) // 2:] + visible[:len(visible) // 2])
+        assert plan_band(shuffled, state, now, opts) == plan
         selected = list(plan.selected)
         # never an unmodified file twice, never a file twice in one run
         assert all(model.new(f, now) for f in selected)

@@ -140,19 +140,29 @@ def test_spark_s_paths_are_compared_in_the_listing_s_spelling(spark_paths, liste
 
 
 def test_paths_group_by_the_root_they_were_listed_under():
-    """``Listing.by_base``: one root (every path under it) is one group in order; a path
-    outside it, overlapping roots or files given as paths take the per-path rule (the last
-    matching root; ``None`` for a file given as a path)."""
+    """``Listing.by_base``: one root (every path under it) is one group in order, the files
+    as given (the listing's columns stay a view); a path outside it, overlapping roots or
+    files given as paths take the per-path rule (the last matching root; ``None`` for a file
+    given as a path)."""
+    from sparkmark.planning.filecolumns import FileColumns, FileEntry
     from sparkmark.sources.files import Listing
+
+    def E(*paths):
+        return [FileEntry(1, p) for p in paths]
+
     one = Listing()
     one.dir_roots = ["file:/in"]
-    paths = ["file:/in/b.json", "file:/in/dt=1/a.json"]
-    assert one.by_base(paths) == {"file:/in": paths}
-    assert one.by_base(paths + ["file:/input/c.json"]) == {
-        "file:/in": paths, None: ["file:/input/c.json"]}
+    files = E("file:/in/b.json", "file:/in/dt=1/a.json")
+    assert one.by_base(files) == {"file:/in": files}
+    cols = FileColumns.of(files)
+    assert one.by_base(cols)["file:/in"] is cols
+    assert one.by_base(files + E("file:/input/c.json")) == {
+        "file:/in": files, None: E("file:/input/c.json")}
+    assert one.by_base(FileColumns.of(files + E("file:/input/c.json"))) == {
+        "file:/in": files, None: E("file:/input/c.json")}
     many = Listing()
     many.dir_roots = ["file:/in", "file:/in/dt=1"]
     many.file_roots = {"file:/x.json"}
-    assert many.by_base(paths + ["file:/x.json"]) == {
-        "file:/in": ["file:/in/b.json"], "file:/in/dt=1": ["file:/in/dt=1/a.json"],
-        None: ["file:/x.json"]}
+    assert many.by_base(files + E("file:/x.json")) == {
+        "file:/in": E("file:/in/b.json"), "file:/in/dt=1": E("file:/in/dt=1/a.json"),
+        None: E("file:/x.json")}

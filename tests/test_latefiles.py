@@ -11,6 +11,7 @@ from hypothesis import event as note_event
 from hypothesis import strategies as st
 
 from sparkmark.errors import ConfigError
+from sparkmark.planning.filecolumns import FileColumns
 from sparkmark.planning.bands import BandOptions, BandState, FileEntry, late_mode, plan_band
 from sparkmark.planning.latefiles import CAPACITY, IBLT, SettledSketch, build_sketch, plan_late
 
@@ -410,10 +411,9 @@ path_text = st.text(st.characters(blacklist_categories=["Cs"]) | st.sampled_from
 @given(st.lists(st.tuples(path_text, st.integers(-2**63, 2**63 - 1)), max_size=12),
        st.integers(1, 5), st.integers(-2**63, 2**63 - 1), st.integers(-2**63, 2**63 - 1))
 def test_listing_fingerprints_are_the_stored_encoding(items, chunk, low, high):
-    """``listing_order`` (entries) and ``_order_of`` (columns, numpy mtimes) give the digest of
+    """``listing_order`` (entries, and the listing's columns) gives the digest of
     the original encoding for any paths (NULs, lone surrogates) and mtimes, at any chunk size;
     the fast path's two regions are the filtered listing's own fingerprints."""
-    import numpy as np
     import sparkmark.planning.latefiles as lf
     listing = [FileEntry(m, "file:/" + p, 1) for p, m in items]
     old = lf._ORDER_CHUNK
@@ -421,15 +421,15 @@ def test_listing_fingerprints_are_the_stored_encoding(items, chunk, low, high):
     try:
         want = _order_reference(listing, chunk)
         assert lf.listing_order(listing) == want
-        mt = np.array([f.mtime for f in listing], dtype=np.int64)
-        assert lf._order_of([f.path for f in listing], mt) == want
         low, high = min(low, high), max(low, high)
         settled = [f for f in listing if f.mtime <= low]
-        got = lf._unchanged_settled(listing, low, high, _order_reference(settled, chunk))
+        cols = FileColumns.of(listing)
+        assert lf.listing_order(cols) == want
+        got = lf._unchanged_settled(cols, low, high, _order_reference(settled, chunk))
         assert got == ([f for f in listing if low < f.mtime <= high],
                        _order_reference([f for f in listing if f.mtime <= high], chunk))
         if listing:
-            assert lf._unchanged_settled(listing, low, high, "0" * 40) is None
+            assert lf._unchanged_settled(cols, low, high, "0" * 40) is None
     finally:
         lf._ORDER_CHUNK = old
 

@@ -29,11 +29,11 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from operator import itemgetter
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
 from ..errors import ConfigError
+from .filecolumns import FileColumns, total_size
 from .listing import FileEntry, FullInterval, parse_interval
 from .rewrites import modified_mode
 
@@ -126,7 +126,7 @@ class BandState:
 class Plan:
     """What a run reads, and the element it commits."""
 
-    selected: tuple[FileEntry, ...]   # oldest first
+    selected: Sequence[FileEntry]     # oldest first (a view of the listing's columns)
     state: BandState
     eligible: int = 0                 # files the run could have read (before bounds)
     deferred: int = 0                 # eligible files left to later runs by a bound or the cap
@@ -134,7 +134,7 @@ class Plan:
     stopped_by: str | None = None     # which bound stopped the run, if any
 
     def info(self) -> dict[str, Any]:
-        return {"files": len(self.selected), "bytes": sum(f.size for f in self.selected),
+        return {"files": len(self.selected), "bytes": total_size(self.selected),
                 "eligible": self.eligible, "deferred": self.deferred, "waiting": self.waiting,
                 "stopped_by": self.stopped_by, "low": self.state.low, "high": self.state.high,
                 "band_files": len(self.state.files)}
@@ -329,88 +329,103 @@ def plan_band(listing: Iterable[FileEntry], previous: BandState | None, listing_
               options: BandOptions = BandOptions()) -> Plan:
     """Choose the files a run at listing time ``listing_ts`` reads, and the next state.
 
-    ``listing``: every file visible now (after exclusions).  ``previous``: the committed state
-    (``None`` on a first run or after a reset: everything up to ``T`` is read).
+    ``listing``: every file visible now (after exclusions): a :class:`FileColumns` (as the
+    listers make it) or any iterable of FileEntry.  ``previous``: the committed state
+    (``None`` on a first run or after a reset: everything up to ``T`` is read).  The plan's
+    ``selected`` is a view of the listing's columns, oldest first (sorted FileEntry order).
+
+    The selection works on the mtime column; paths are made and hashed only where the state
+    needs them (a file against the band's ``files``, ``maxFilesInBand``, the files the next
+    state keeps), so a first run over a million files hashes a band's worth, not a million.
     """
+    np = _np()
     T = int(listing_ts)
     dt = int(options.max_band)
     prev_low = previous.low if previous is not None else None
     prev_files: dict[str, int] = dict(previous.files) if previous is not None else {}
-    listing = list(listing)
+    files = FileColumns.of(listing)
+    m = files.mtimes_np()
     # The driver's clock alone must not settle anything: a clock that runs ahead would move
     # ``low`` past files the storage stamps later.  The state's T is bounded by what the file
     # system shows: at most the newest listed mtime + dt - 1, so low = T_state - dt stays below
     # every file written from now on (docs/files.md, "Clocks").  Selection still uses T.
-    newest = max(map(itemgetter(0), listing), default=None)  # FileEntry[0] is its mtime
+    newest = int(m.max()) if len(m) else None
     T_state = T if newest is None else min(T, newest + dt - 1)
     band_start = T_state - dt
-
-    # Path hashes only where they are needed: to check a file against the band's ``files``
-    # (none on a first run), for ``maxFilesInBand``, and for the files the next state keeps.
-    # A first run over a million files then hashes a band's worth, not a million.
-    candidates: list[FileEntry] = []
-    waiting = 0
-    check_files = bool(prev_files)
-    # settled files (mtime <= prev_low) are not even hashed, so a big old directory costs little
-    unsettled = listing if prev_low is None else [e for e in listing if e[0] > prev_low]
-    for entry in unsettled:
-        if check_files and prev_files.get(path_hash(entry.path)) == entry.mtime:
-            continue
-        if entry.mtime > T:
-            waiting += 1
-            continue
-        candidates.append(entry)
-    candidates.sort()  # oldest first: (mtime, path)
-
-    # files already saved inside the new band count against maxFilesInBand
-    in_band = {k for k, m in prev_files.items() if m > band_start}
-    cap = options.max_files_in_band
-    n_taken = 0
-    size = 0
-    stopped_by = None
-    for entry in candidates:
-        if options.bounded_files is not None and n_taken >= options.bounded_files:
-            stopped_by = "boundedFiles"
-            break
-        if (options.bounded_size is not None and n_taken
-                and size + entry.size > options.bounded_size):
-            stopped_by = "boundedSize"
-            break
-        if cap is not None and entry.mtime > band_start:
-            key = path_hash(entry.path)
-            if key not in in_band and len(in_band) >= cap:
-                stopped_by = "maxFilesInBand"
-                break
-            in_band.add(key)
-        n_taken += 1
-        size += entry.size
-    taken = candidates[:n_taken] if n_taken < len(candidates) else candidates
-
     if newest is None:  # nothing listed: nothing the file system shows settles anything
         state = BandState(low=prev_low, high=previous.high if previous is not None else None,
                           listing_ts=T, band=dt, files=prev_files,
                           extra=dict(previous.extra) if previous is not None else {})
         return Plan(selected=(), state=state, eligible=0, deferred=0, waiting=0)
-    if len(taken) == len(candidates):
+
+    # settled files (mtime <= prev_low) are not even hashed, so a big old directory costs little
+    unsettled = np.ones(len(m), dtype=bool) if prev_low is None else m > prev_low
+    if prev_files:  # in the band's files with the same mtime: read already
+        at = np.flatnonzero(unsettled)
+        unsettled[at[_in_band(files.take(at), prev_files)]] = False
+    waiting = int((unsettled & (m > T)).sum())
+    candidates = files.where(unsettled & (m <= T)).in_order()  # oldest first: (mtime, path)
+    cm = candidates.mtimes_np()
+
+    # where a bound stops the run: the first candidate it leaves behind (files before size
+    # before maxFilesInBand, as one loop over the candidates would check them)
+    limit, stopped_by = len(candidates), None
+    if options.bounded_files is not None and options.bounded_files < limit:
+        limit, stopped_by = options.bounded_files, "boundedFiles"
+    if options.bounded_size is not None and limit > 1:
+        over = np.flatnonzero(np.cumsum(candidates.sizes_np()[:limit])[1:] > options.bounded_size)
+        if len(over):  # (the first file is read whatever its size)
+            limit, stopped_by = int(over[0]) + 1, "boundedSize"
+    cap = options.max_files_in_band
+    if cap is not None:
+        # files already saved inside the new band count against maxFilesInBand; the candidates
+        # inside the band are the newest, a suffix of the sorted candidates
+        in_band = {k for k, mt in prev_files.items() if mt > band_start}
+        first = int(np.searchsorted(cm[:limit], band_start, side="right"))
+        for j, path in enumerate(candidates.paths(first, limit), first):
+            key = path_hash(path)
+            if key not in in_band and len(in_band) >= cap:
+                limit, stopped_by = j, "maxFilesInBand"
+                break
+            in_band.add(key)
+    taken = candidates[:limit]
+
+    if limit == len(candidates):
         high = T_state
         low_candidate = band_start
     else:
-        cut = candidates[len(taken)].mtime   # oldest file left behind
+        cut = int(cm[limit])   # oldest file left behind
         high = cut - 1
         low_candidate = min(cut - 1, band_start)
     low = low_candidate if prev_low is None else max(prev_low, low_candidate)
     high = max(high, low)  # everything up to low is settled too (the clock may have gone back)
 
-    files = {k: m for k, m in prev_files.items() if m > low}
-    for entry in taken:
-        if entry.mtime > low:
-            files[path_hash(entry.path)] = entry.mtime
-        elif files:
-            files.pop(path_hash(entry.path), None)
+    files_state = {k: mt for k, mt in prev_files.items() if mt > low}
+    tm = cm[:limit]
+    below = int(np.searchsorted(tm, low, side="right"))  # taken files with mtime <= low
+    if files_state and below:  # an older version of such a path inside the band: forgotten
+        for path in taken.paths(0, below):
+            files_state.pop(path_hash(path), None)
+    for path, mt in zip(taken.paths(below), tm[below:].tolist()):
+        files_state[path_hash(path)] = mt
     extra = dict(previous.extra) if previous is not None else {}
-    state = BandState(low=low, high=high, listing_ts=T, band=dt, files=files, extra=extra)
-    return Plan(selected=tuple(taken), state=state, eligible=len(candidates),
+    state = BandState(low=low, high=high, listing_ts=T, band=dt, files=files_state, extra=extra)
+    return Plan(selected=taken, state=state, eligible=len(candidates),
                 deferred=len(candidates) - len(taken), waiting=waiting, stopped_by=stopped_by)
+
+
+def _in_band(files: FileColumns, band: Mapping[str, int]) -> Any:
+    """Which of ``files`` the band's ``files`` hold with their mtime (a bool array)."""
+    np = _np()
+    get = band.get
+    return np.fromiter((get(path_hash(p)) == mt for p, mt in
+                        zip(files.paths(), files.mtimes_np().tolist())), dtype=bool,
+                       count=len(files))
+
+
+def _np() -> Any:
+    import numpy as np
+    return np
 
 
 def plan_replay(listing: Iterable[FileEntry], previous: BandState | None,
@@ -431,6 +446,11 @@ def plan_replay(listing: Iterable[FileEntry], previous: BandState | None,
     return tuple(sorted(out))
 
 
-def plan_all(listing: Iterable[FileEntry]) -> tuple[FileEntry, ...]:
-    """Bookmarks disabled, or no transformation_ctx: every file present, oldest first."""
-    return tuple(sorted(listing))
+def plan_all(listing: Iterable[FileEntry]) -> Sequence[FileEntry]:
+    """Bookmarks disabled, or no transformation_ctx: every file present, oldest first (a
+    view of the listing's columns).
+
+    >>> [f.path for f in plan_all([FileEntry(7, "b"), FileEntry(5, "a")])]
+    ['a', 'b']
+    """
+    return FileColumns.of(listing).in_order()

@@ -38,11 +38,11 @@ import operator
 import struct
 import zlib
 from array import array
-from itertools import compress
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Mapping, Sequence
 
 from .bands import FileEntry, path_hash
+from .filecolumns import FileColumns
 
 M64 = (1 << 64) - 1
 K = 3                 # cells per key (one in each of K sub-tables)
@@ -86,8 +86,23 @@ def path_keys(entries: Sequence[FileEntry]) -> "array[int]":
     out = array("Q")
     for i in range(0, len(entries), _KEYS_CHUNK):
         out.extend([from_bytes(sha1(p.encode("utf-8")).digest()[:8], "big")
-                    for _, p, _ in entries[i:i + _KEYS_CHUNK]])
+                    for p in _paths(entries, i, i + _KEYS_CHUNK)])
     return out
+
+
+def _paths(entries: Sequence[FileEntry], lo: int, hi: int) -> list[str]:
+    """The paths of ``entries[lo:hi]`` (from a FileColumns' chunks, no entry made)."""
+    if isinstance(entries, FileColumns):
+        return entries.paths(lo, hi)
+    return list(map(_PATH_OF, entries[lo:hi]))
+
+
+def _mtimes(entries: Sequence[FileEntry]) -> Any:
+    """The entries' mtimes as a numpy int64 array."""
+    if isinstance(entries, FileColumns):
+        return entries.mtimes_np()
+    import numpy as np
+    return np.fromiter(map(_MTIME_OF, entries), dtype=np.int64, count=len(entries))
 
 
 def keys_of(entries: Iterable[FileEntry],
@@ -109,21 +124,27 @@ def keys_of(entries: Iterable[FileEntry],
     >>> keys_of(e, path_keys(e)) == keys_of(e)
     True
     """
-    sha1, from_bytes, gold = hashlib.sha1, int.from_bytes, _GOLD
-    out = array("Q")
+    sha1, from_bytes = hashlib.sha1, int.from_bytes
     if not isinstance(entries, Sequence):
         entries = list(entries)
-    if hashes is not None:
-        if len(hashes) != len(entries):
-            raise ValueError(f"{len(hashes)} path hashes for {len(entries)} entries")
+    if hashes is None:
+        out = array("Q")
         for i in range(0, len(entries), _KEYS_CHUNK):
-            out.extend([(h + (f[0] & M64) * gold) & M64 for f, h in zip(
-                entries[i:i + _KEYS_CHUNK], hashes[i:i + _KEYS_CHUNK])])
-        return out
-    for i in range(0, len(entries), _KEYS_CHUNK):
-        out.extend([(from_bytes(sha1(p.encode("utf-8")).digest()[:8], "big")
-                     + (m & M64) * gold) & M64 for m, p, _ in entries[i:i + _KEYS_CHUNK]])
-    return out
+            out.extend([from_bytes(sha1(p.encode("utf-8")).digest()[:8], "big")
+                        for p in _paths(entries, i, i + _KEYS_CHUNK)])
+        hashes = out
+    if len(hashes) != len(entries):
+        raise ValueError(f"{len(hashes)} path hashes for {len(entries)} entries")
+    if not len(entries):
+        return array("Q")
+    import numpy as np
+    # (hash + mtime * gold) mod 2**64 on uint64 arrays: they wrap as the mask does, and an
+    # mtime before 1970 is its two's complement, as ``m & M64``
+    h = (hashes if isinstance(hashes, np.ndarray) else
+         np.frombuffer(hashes, dtype=np.uint64) if isinstance(hashes, array) and
+         hashes.typecode == "Q" else np.array(hashes, dtype=np.uint64))
+    keys = h + _mtimes(entries).astype(np.uint64) * np.uint64(_GOLD)
+    return array("Q", keys.tobytes())
 
 
 _KEYS_CHUNK = 65_536
@@ -150,9 +171,9 @@ def listing_order(entries: Sequence[FileEntry]) -> str:
     (True, False)
     """
     h = hashlib.sha1(len(entries).to_bytes(8, "little"))
+    mtimes = _mtimes(entries)
     for i in range(0, len(entries), _ORDER_CHUNK):
-        chunk = entries[i:i + _ORDER_CHUNK]
-        _order_update(h, list(map(_PATH_OF, chunk)), array("q", map(_MTIME_OF, chunk)))
+        _order_update(h, _paths(entries, i, i + _ORDER_CHUNK), mtimes[i:i + _ORDER_CHUNK])
     return h.hexdigest()
 
 
@@ -171,15 +192,6 @@ def _order_update(h: Any, paths: Sequence[str], mtimes: Any) -> None:
         h.update(array("q", map(len, paths)).tobytes())
     h.update(text.encode("utf-8", "surrogatepass"))
     h.update(b"\0")
-
-
-def _order_of(paths: Sequence[str], mtimes: Any) -> str:
-    """:func:`listing_order` of entries given as columns (their paths, and their mtimes as a
-    numpy int64 array), for a caller that cuts several regions from the same columns."""
-    h = hashlib.sha1(len(paths).to_bytes(8, "little"))
-    for i in range(0, len(paths), _ORDER_CHUNK):
-        _order_update(h, paths[i:i + _ORDER_CHUNK], mtimes[i:i + _ORDER_CHUNK])
-    return h.hexdigest()
 
 
 def _check(key: int) -> int:
@@ -527,34 +539,32 @@ class LatePlan:
         return out
 
 
-def _unchanged_settled(listing: Sequence[FileEntry], previous_low: int, new_low: int,
-                       order: str) -> tuple[list[FileEntry], str] | None:
+def _unchanged_settled(listing: FileColumns, previous_low: int, new_low: int,
+                       order: str) -> tuple[FileColumns, str] | None:
     """The fast path of :func:`plan_late`: ``None`` unless the listing's settled files
     (``mtime <= previous_low``) have the fingerprint ``order``; then the files settling now
     (``previous_low < mtime <= new_low``) and the fingerprint of every file up to ``new_low``.
 
-    The listing is taken apart once into a path list and an int64 mtime array and both
-    regions are cut from those columns (issue 26: filtering the entries twice and making each
-    fingerprint from entries again was ~48 ms of an incremental run over 100,000 files).
+    Both regions are cut from the listing's mtime column as views (issue 26: filtering the
+    entries twice and making each fingerprint from entries again was ~48 ms of an incremental
+    run over 100,000 files).
 
     >>> a, b = FileEntry(5, "file:/a"), FileEntry(7, "file:/b")
-    >>> _unchanged_settled([a, b], 5, 9, listing_order([a])) == ([b], listing_order([a, b]))
+    >>> fresh, order = _unchanged_settled(FileColumns.of([a, b]), 5, 9, listing_order([a]))
+    >>> list(fresh) == [b] and order == listing_order([a, b])
     True
-    >>> _unchanged_settled([a, b], 5, 9, listing_order([b])) is None
+    >>> _unchanged_settled(FileColumns.of([a, b]), 5, 9, listing_order([b])) is None
     True
     """
-    import numpy as np
-    mtimes = np.fromiter(map(_MTIME_OF, listing), dtype=np.int64, count=len(listing))
-    paths = list(map(_PATH_OF, listing))
+    mtimes = listing.mtimes_np()
     settled = mtimes <= previous_low
-    if _order_of(list(compress(paths, settled.tolist())), mtimes[settled]) != order:
+    if listing_order(listing.where(settled)) != order:
         return None
     region = mtimes <= new_low
-    fresh_at = np.flatnonzero(region & ~settled).tolist()
-    if not fresh_at:
-        return [], order
-    return ([listing[i] for i in fresh_at],
-            _order_of(list(compress(paths, region.tolist())), mtimes[region]))
+    fresh = listing.where(region & ~settled)
+    if not len(fresh):
+        return fresh, order
+    return fresh, listing_order(listing.where(region))
 
 
 def plan_late(listing: Sequence[FileEntry], previous_low: int | None,
@@ -591,15 +601,22 @@ def plan_late(listing: Sequence[FileEntry], previous_low: int | None,
                              and f.mtime <= new_low]))
         return LatePlan((), None, next_sketch(previous_sketch, LateCheck(checked=False), [],
                                               sorted(keys), new_low, full=False))
-    # (``f[0]`` is a FileEntry's mtime: cheaper than the attribute over a million entries)
+    # the regions are views of the listing's columns, cut on its mtime column
+    listing = FileColumns.of(listing)
+    mtimes = listing.mtimes_np()
+    settled: Sequence[FileEntry]
     if previous_low is None:
-        settled: list[FileEntry] = []
+        settled = ()
+        inside = mtimes <= new_low
+        region = listing.where(inside)
         if hashes is not None:
-            inside = [f[0] <= new_low for f in listing]
-            region = list(compress(listing, inside))
-            settling = keys_of(region, array("Q", compress(hashes, inside)))
+            import numpy as np
+            if len(hashes) != len(listing):
+                raise ValueError(f"{len(hashes)} path hashes for {len(listing)} entries")
+            settling = keys_of(region, (np.frombuffer(hashes, dtype=np.uint64)
+                                        if isinstance(hashes, array) else
+                                        np.array(hashes, dtype=np.uint64))[inside])
         else:
-            region = [f for f in listing if f[0] <= new_low]
             settling = keys_of(region)
     else:
         if (previous_sketch is not None and previous_sketch.order is not None
@@ -612,10 +629,10 @@ def plan_late(listing: Sequence[FileEntry], previous_low: int | None,
                 fresh, order = same
                 return LatePlan((), 0, replace(
                     previous_sketch.plus(keys_of(fresh), new_low, new_low), order=order))
-        settled = [f for f in listing if f[0] <= previous_low]
-        fresh = [f for f in listing if previous_low < f[0] <= new_low]
+        settled = listing.where(mtimes <= previous_low)
+        fresh = listing.where((mtimes > previous_low) & (mtimes <= new_low))
         settling = keys_of(fresh)
-        region = settled if not fresh else [f for f in listing if f[0] <= new_low]
+        region = settled if not len(fresh) else listing.where(mtimes <= new_low)
     settled_keys = keys_of(settled)
     check = check_late(settled_keys, previous_sketch, previous_low)
     sketch = next_sketch(previous_sketch, check, settled_keys, settling, new_low, full=True)

@@ -50,6 +50,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, NamedTuple, Sequence
 
 from ..errors import ConfigError
+from .filecolumns import FileColumns, FileEntry
 
 LOCAL_MARGIN_MS = 1_000
 REMOTE_MARGIN_MS = 300_000
@@ -59,21 +60,6 @@ OBJECT_STORES = ("s3", "s3a", "s3n", "gs", "abfs", "abfss", "wasb", "wasbs", "os
 _DURATION = re.compile(r"^\s*(\d+)\s*(ms|s|m|h|d|w)\s*$", re.IGNORECASE)
 _UNIT_MS = {"ms": 1, "s": 1_000, "m": 60_000, "h": 3_600_000, "d": 86_400_000,
             "w": 7 * 86_400_000}
-
-
-class FileEntry(NamedTuple):
-    """One listed file: its fully qualified path, modification time (epoch ms) and size.
-
-    A tuple ordered by ``(mtime, path, size)`` (oldest first); cheap to create, because a
-    listing makes one per file (also importable from :mod:`sparkmark.planning.bands`).
-
-    >>> sorted([FileEntry(7, "file:/in/b"), FileEntry(5, "file:/in/a", 3)])[0].path
-    'file:/in/a'
-    """
-
-    mtime: int
-    path: str
-    size: int = 0
 
 
 class DirEntry(NamedTuple):
@@ -103,7 +89,7 @@ class Level(NamedTuple):
     """
 
     dir: str
-    files: list[FileEntry]
+    files: Sequence[FileEntry]   # a FileColumns from the listers, or a list
     dirs: list[DirEntry]
 
 
@@ -299,7 +285,7 @@ class WalkResult:
     that hold files (``file_dirs``: ``(dir, one file path)``, for the partition-layout check
     without a pass over every file) and the next state."""
 
-    files: list[FileEntry]
+    files: FileColumns
     dirs_listed: int
     state: ListingState
     file_dirs: list[tuple[str, str]] = field(default_factory=list)
@@ -357,7 +343,7 @@ def walk(roots: Sequence[str], list_level: Callable[[list[str]], Iterable[Level]
     root_set = {r.rstrip("/") for r in roots}
     last: str | None = None
     inner_prev = previous.inner if incremental and previous else frozenset()
-    files: list[FileEntry] = []
+    files = FileColumns()
     file_dirs: list[tuple[str, str]] = []
     inner: set[str] = set()
     w = previous.w if incremental and previous else None

@@ -53,7 +53,7 @@ class RewritePlan:
     """``selected``: what the run reads; ``rewritten``: the selected-by-the-band files that
     were read before in another version (read again unless the mode is ``ignore``)."""
 
-    selected: list[FileEntry]
+    selected: Sequence[FileEntry]
     rewritten: list[FileEntry] = field(default_factory=list)
     mode: str = "reprocess"
 
@@ -75,9 +75,11 @@ def plan_rewrites(selected: Sequence[FileEntry],
     its own ``(mtime, size)``.  ``fail`` is decided by the caller (it needs the paths for the
     message): this returns the plan either way.
     """
+    if not read_before:  # nothing read before (a first run): no pass over the files
+        return RewritePlan(selected, [], mode)
     rewritten = [f for f in selected
                  if f.path in read_before and (f.mtime, f.size) not in read_before[f.path]]
     if mode == "ignore" and rewritten:
         drop = set(rewritten)
         return RewritePlan([f for f in selected if f not in drop], rewritten, mode)
-    return RewritePlan(list(selected), rewritten, mode)
+    return RewritePlan(selected, rewritten, mode)

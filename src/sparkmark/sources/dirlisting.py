@@ -12,7 +12,6 @@ Example::
 """
 from __future__ import annotations
 
-import functools
 import os
 import re
 import stat
@@ -23,10 +22,10 @@ from typing import Callable, Iterator, Sequence, TypeVar
 from ..errors import SourceError
 from ..jvm import storage_error_text
 from ..secrets import mask_url
-from ..planning.listing import DirEntry, FileEntry, Level, enter, hidden
+from ..planning.filecolumns import FileColumns
+from ..planning.listing import DirEntry, Level, enter, hidden
 
 _MS = 1_000_000
-_new_entry = functools.partial(tuple.__new__, FileEntry)  # FileEntry from an (m, path, size)
 _CHUNK = 4096
 _DIR_FD = os.stat in os.supports_dir_fd  # stat by name relative to the directory (no path walk)
 
@@ -84,8 +83,8 @@ def local_level(dirs: Sequence[str], recurse: bool = True) -> Iterator[Level]:
     The loop is the hot path of a listing (one pass per file), so it does no more per entry
     than ``os.scandir`` must: names go to a list, and every :data:`_CHUNK` names the files are
     stat'ed by name relative to the open directory (``dir_fd``: no path walk per file; ~11%
-    faster than ``DirEntry.stat``) and their :class:`FileEntry` tuples built by C-level
-    ``map``/``zip``."""
+    faster than ``DirEntry.stat``) and go into the level's
+    :class:`~sparkmark.planning.filecolumns.FileColumns` as columns (no object per file)."""
     for d in dirs:
         yield _local_dir(d, recurse)
 
@@ -98,7 +97,7 @@ def _local_dir(d: str, recurse: bool) -> Level:
     except OSError as e:
         raise SourceError(f"cannot list directory {local}: {e.strerror}; check its "
                           "permissions") from None
-    files: list[FileEntry] = []
+    files = FileColumns()
     names: list[str] = []
     subdirs: list[DirEntry] = []
     with it:
@@ -155,11 +154,11 @@ def _stat_names(local: str, names: Sequence[str]) -> tuple[list[str], list[int],
     return kept, times, sizes
 
 
-def _flush(files: list[FileEntry], local: str, base: str, names: list[str]) -> None:
-    """Append the FileEntry tuples of ``names`` (files in ``local``), then clear it."""
+def _flush(files: FileColumns, local: str, base: str, names: list[str]) -> None:
+    """Append the files ``names`` (in ``local``, whose paths start with ``base``), then clear
+    it."""
     kept, times, sizes = _stat_names(local, names)
-    files.extend(map(_new_entry, zip(map(floordiv, times, repeat(_MS)),
-                                     map(base.__add__, kept), sizes)))
+    files.add_files(base, kept, map(floordiv, times, repeat(_MS)), sizes)
     names.clear()
 
 
@@ -185,16 +184,25 @@ def hadoop_level(list_status: Callable[[list[str]], list[tuple[str, bool, int, i
     files left out."""
     def level(dirs: Sequence[str]) -> Iterator[Level]:
         statuses = _listed(lambda: list_status(list(dirs)), where)
-        groups: dict[str, Level] = {d.rstrip("/"): Level(d, [], []) for d in dirs}
+        groups: dict[str, Level] = {d.rstrip("/"): Level(d, FileColumns(), []) for d in dirs}
+        #: per parent, its files' names, mtimes and sizes (added as columns at the end)
+        found: dict[str, tuple[list[str], list[int], list[int]]] = {}
         for path, is_dir, size, mtime in statuses:
             parent, _, name = path.rstrip("/").rpartition("/")
             group = groups.get(parent)
             if group is None:
-                group = groups[parent] = Level(parent, [], [])
+                group = groups[parent] = Level(parent, FileColumns(), [])
             if is_dir:
                 group.dirs.append(DirEntry(path, True, mtime, size, mtime, name))
             elif not hidden(name):
-                group.files.append(FileEntry(mtime, path, size))
+                names, mtimes, sizes = found.setdefault(parent, ([], [], []))
+                names.append(name)
+                mtimes.append(mtime)
+                sizes.append(size)
+        for parent, (names, mtimes, sizes) in found.items():
+            files = groups[parent].files
+            assert isinstance(files, FileColumns)
+            files.add_files(parent + "/", names, mtimes, sizes)
         for d in dirs:
             yield groups[d.rstrip("/")]
     return level

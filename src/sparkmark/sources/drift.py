@@ -90,14 +90,14 @@ def _first_line(spark: "SparkSession", f: FileEntry, opts: dict[str, str]) -> st
 
 
 def _groups(spark: "SparkSession", fmt: str, files: Sequence[FileEntry],
-            opts: dict[str, str]) -> list[list[FileEntry]]:
+            opts: dict[str, str]) -> list[Sequence[FileEntry]]:
     """Files Spark can read together: CSV files with the same header line, else all."""
     if fmt != "csv" or str(opts.get("header", "false")).lower() != "true":
-        return [list(files)]
+        return [files]
     by_header: dict[str, list[FileEntry]] = {}
     for f in files:
         by_header.setdefault(_first_line(spark, f, opts), []).append(f)
-    return list(by_header.values())
+    return [*by_header.values()]
 
 
 def read_drift(spark: "SparkSession", fmt: str, files: Sequence[FileEntry], listing: Any,
@@ -337,7 +337,7 @@ def _count(spark: "SparkSession", df: "DataFrame", plan: DriftPlan
     return observed, counts
 
 
-def _new_columns_error(spark: "SparkSession", fmt: str, groups: list[list[FileEntry]],
+def _new_columns_error(spark: "SparkSession", fmt: str, groups: list[Sequence[FileEntry]],
                        seen: list["StructType"], listing: Any, permissive: dict[str, str],
                        plan: DriftPlan, load: Callable[..., "DataFrame"], job: str | None,
                        ctx: str | None) -> str:

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from ..compat import classic_dataframe, is_connect
 from ..jvm import helper, java_class
-from ..planning.listing import FileEntry
+from ..planning.filecolumns import FileColumns, FileEntry
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -85,6 +85,9 @@ def statuses_text(files: Sequence[FileEntry]) -> str:
     >>> statuses_text([FileEntry(5, "file:/in/a.json", 3)])
     '3\\t5\\tfile:/in/a.json'
     """
+    if isinstance(files, FileColumns):  # from the columns: no entry made per file
+        return "\n".join(map("%d\t%d\t%s".__mod__, zip(
+            files.sizes_np().tolist(), files.mtimes_np().tolist(), files.paths())))
     return "\n".join(["%d\t%d\t%s" % (f.size, f.mtime, f.path) for f in files])
 
 

@@ -33,8 +33,8 @@ import logging
 import re
 import time
 from array import array
-from itertools import compress, repeat
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence, overload
+from itertools import compress
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence, overload
 
 from .. import compat, listing_progress
 from ..errors import ConfigError, SourceError
@@ -44,6 +44,7 @@ from ..gcpause import gc_paused
 from ..jvm import helper, java_error_text, storage_error_text
 from ..planning.bands import (BandOptions, BandState, FileEntry, excluded, glob_to_regex,
                               Plan, plan_all, plan_band, plan_replay, split_options)
+from ..planning.filecolumns import FileColumns, total_size
 from ..planning.latefiles import SAMPLE, LatePlan, SettledSketch, path_keys, plan_late
 from ..planning.listing import ListingState, choose_listing, margin_for, merge_states, walk
 from ..planning.rewrites import RewritePlan, plan_rewrites
@@ -152,7 +153,9 @@ class Listing:
     """
 
     def __init__(self) -> None:
-        self.entries: list[FileEntry] = []
+        #: every file listed, as columns (~45 bytes a file: a million listed files are not a
+        #: million tuples, issue 26)
+        self.entries = FileColumns()
         self.roots: list[str] = []
         self.dir_roots: list[str] = []       # listed directories (no trailing slash)
         self.file_roots: set[str] = set()    # files given as paths (no basePath)
@@ -179,20 +182,27 @@ class Listing:
                 return root
         return None
 
-    def by_base(self, paths: list[str]) -> dict[str | None, list[str]]:
-        """``paths`` grouped by :meth:`base`, in their order.  One listed root and no file
-        roots (the common case) is one C-level prefix test over all paths, not a call each.
+    def by_base(self, files: Sequence[FileEntry]) -> dict[str | None, Sequence[FileEntry]]:
+        """``files`` grouped by :meth:`base`, in their order.  One listed root and no file
+        roots (the common case) is one test of the listing's directories, not one per file.
 
-        Example: ``listing.by_base(["file:/in/a.json"]) == {"file:/in": ["file:/in/a.json"]}``
+        Example: ``listing.by_base(files) == {"file:/in": files}``
         """
         if len(self.dir_roots) == 1 and not self.file_roots:
             root = self.dir_roots[0]
-            if all(map(str.startswith, paths, repeat(root + "/"))):
-                return {root: paths}
-        groups: dict[str | None, list[str]] = {}
-        for path in paths:
-            groups.setdefault(self.base(path), []).append(path)
-        return groups
+            if _all_under(files, root + "/"):
+                return {root: files}
+        groups: dict[str | None, list[FileEntry]] = {}
+        for f in files:
+            groups.setdefault(self.base(f.path), []).append(f)
+        return dict(groups)
+
+
+def _all_under(files: Sequence[FileEntry], prefix: str) -> bool:
+    """Whether every file's path starts with ``prefix`` (on a FileColumns' directories)."""
+    if isinstance(files, FileColumns):
+        return files.all_under(prefix)
+    return all(f.path.startswith(prefix) for f in files)
 
 
 def _elapsed_ms(t0: float) -> int:
@@ -299,11 +309,11 @@ def list_inputs(spark: "SparkSession | None", paths: Sequence[str], opts: BandOp
                 continue
             cut = len(root) + 1
             kept_dirs: dict[str, str] = {}
-            for f in res.files:
-                if excluded(f.path, f.path[cut:], patterns):
-                    continue
-                out.entries.append(f)
-                kept_dirs.setdefault(f.path.rpartition("/")[0], f.path)
+            paths = res.files.paths()
+            keep = [not excluded(p, p[cut:], patterns) for p in paths]
+            out.entries.extend(res.files.where(keep))
+            for p in compress(paths, keep):
+                kept_dirs.setdefault(p.rpartition("/")[0], p)
             out.file_dirs.extend((root, d, f) for d, f in kept_dirs.items())
     out.mode = mode
     if states:
@@ -350,8 +360,10 @@ def changed_files(spark: "SparkSession", files: Sequence[FileEntry]) -> list[str
     whatever the run read of it cannot be read again."""
     out: list[str] = []
     local: Sequence[FileEntry] = files  # all local (a local read): no copy of a million
-    if not all(f.path.startswith("file:/") for f in files):
+    remote: list[FileEntry] = []
+    if not _all_under(files, "file:/"):
         local = [f for f in files if f.path.startswith("file:/")]
+        remote = [f for f in files if not f.path.startswith("file:/")]
     changed, local = _changed_in_jvm(spark, local)
     out.extend(changed)
     for f in local:
@@ -364,7 +376,6 @@ def changed_files(spark: "SparkSession", files: Sequence[FileEntry]) -> list[str
             continue
         if st.st_mtime_ns // 1_000_000 != f.mtime or st.st_size != f.size:
             out.append(f.path)
-    remote = [f for f in files if not f.path.startswith("file:/")]
     by_dir: dict[str, list[FileEntry]] = {}
     for f in remote:
         by_dir.setdefault(f.path.rsplit("/", 1)[0], []).append(f)
@@ -415,10 +426,11 @@ def _changed_in_jvm(spark: "SparkSession | None", local: Sequence[FileEntry]
                 continue
             for line in made.changedLocal(text).splitlines():
                 kind, _, i = line.partition("\t")
+                entry = chunk[int(i)]
                 if kind == "C":
-                    changed.append(chunk[int(i)].path)
+                    changed.append(entry.path)
                 else:
-                    unchecked.append(chunk[int(i)])
+                    unchecked.append(entry)
     except Exception as e:  # noqa: BLE001 - an old helper class, a JVM error: Python stats
         log.debug("the JVM's check of %d local files failed (%s); stat in Python", len(local),
                   java_error_text(e))
@@ -489,23 +501,23 @@ def load(spark: "SparkSession", fmt: str, files: Sequence[FileEntry], listing: L
         if fmt == "text" and use is None:
             use = StructType([StructField("value", StringType(), True)])
         return spark.createDataFrame([], use if use is not None else StructType([]))
-    groups = listing.by_base([f.path for f in files])
+    groups = listing.by_base(files)
     frames = []
     avro_fallback = fmt == "avro" and not has_spark_avro(spark)
-    by_path = None if len(groups) == 1 else {f.path: f for f in files}
-    for base, paths in groups.items():
+    for base, group in groups.items():
         if avro_fallback:
-            frames.append(_load_avro_fallback(spark, paths, base, schema, opts))
+            frames.append(_load_avro_fallback(spark, [f.path for f in group], base, schema,
+                                              opts))
             continue
         with_base = dict(opts)
         if base is not None and not any(k.lower() == "basepath" for k in opts):
             with_base["basePath"] = base
-        with _serial_listing(spark, len(paths)):  # (JSON/CSV inference reads by path)
-            listed = load_listed(spark, fmt, files if by_path is None else
-                                 [by_path[p] for p in paths], base, with_base, schema)
+        with _serial_listing(spark, len(group)):  # (JSON/CSV inference reads by path)
+            listed = load_listed(spark, fmt, group, base, with_base, schema)
         if listed is not None:  # Spark got the run's listing: it lists nothing again
             frames.append(listed)
             continue
+        paths = [f.path for f in group]
         reader = spark.read.format(read_format).options(**with_base)
         if schema is not None:
             reader = reader.schema(schema)
@@ -652,22 +664,27 @@ def read_files(run: RunContext, path: str | Sequence[str], *, format: str = "jso
         listing = list_inputs(run.spark, paths, band_opts, decide=decide,
                               listing_ts=int(bookmark.listing_ts or 0))
         check_partition_layout(listing)
+        if previous is None:  # a run that reads (about) every file: the listing itself in
+            # order, once (a view of it is then what the run reads, and a listing that came in
+            # another order is not held twice: issue 26)
+            listing.entries = listing.entries.in_order()
         info: dict[str, Any] = {"format": fmt, "path": paths if len(paths) > 1 else paths[0],
                                 "read": str(bookmark.mode)}
         plan = None
         late: LatePlan | None = None
         rewrites: RewritePlan | None = None
         hashes: "array[int] | None" = None
-        selected: list[FileEntry]
+        #: the files read: a view of the listing's columns (a list where late files join)
+        selected: Sequence[FileEntry]
         if bookmark.mode is ReadMode.ALL:
-            selected = list(plan_all(listing.entries))
+            selected = plan_all(listing.entries)
         elif bookmark.mode is ReadMode.REPLAY:
-            selected = list(plan_replay(listing.entries, previous,
-                                        BandState.from_element(bookmark.upper)))
+            selected = plan_replay(listing.entries, previous,
+                                   BandState.from_element(bookmark.upper))
         else:
             assert bookmark.listing_ts is not None  # set for every incremental bookmark
             plan = plan_band(listing.entries, previous, bookmark.listing_ts, band_opts)
-            selected = list(plan.selected)
+            selected = plan.selected
             info.update(plan.info())
             # a first run hashes each path once: for its sketch keys and its audit rows
             hashes = (path_keys(listing.entries) if previous is None and listing.mode == "full"
@@ -699,7 +716,7 @@ def read_files(run: RunContext, path: str | Sequence[str], *, format: str = "jso
         run.add_commit_check(lambda: run.record_read(transformation_ctx, None, counts()))
         known_schema = known_json(df) if df.columns else None
     info["files"] = len(selected)
-    info["bytes"] = sum(f.size for f in selected)
+    info["bytes"] = total_size(selected)
     info["new_input"] = bool(selected)
     info["listing"] = listing.mode
     if why:
@@ -730,14 +747,16 @@ def read_files(run: RunContext, path: str | Sequence[str], *, format: str = "jso
                              plan.eligible if plan is not None else -1)
     run.record_files(transformation_ctx, audit)
     if element is not None and selected:  # a file changed while read fails the run
-        what, chosen, spark = f"source {transformation_ctx!r}", tuple(selected), run.spark
+        what, spark = f"source {transformation_ctx!r}", run.spark
+        # (a view of the columns is read-only: no copy of a million entries)
+        chosen = selected if isinstance(selected, FileColumns) else tuple(selected)
         add_verifying_check(run, lambda: check_unchanged(spark, chosen, what))
     return df
 
 
 def plan_pending(paths: Sequence[str], previous: BandState | None, listing_ts: int,
-                 opts: BandOptions, fs_for: Callable[[str], Any]) -> tuple[Listing, Plan,
-                                                                     list[FileEntry]]:
+                 opts: BandOptions, fs_for: Callable[[str], Any]
+                 ) -> tuple[Listing, Plan, Sequence[FileEntry]]:
     """What an incremental run started at ``listing_ts`` would read, without Spark: the
     listing (through ``fs_for``, e.g. ``pyarrow``), the band plan, and the files it selects
     (late files too where ``lateFiles=read``). Nothing is read or committed.
@@ -746,7 +765,7 @@ def plan_pending(paths: Sequence[str], previous: BandState | None, listing_ts: i
     """
     listing = list_inputs(None, paths, opts, listing_ts=listing_ts, fs_for=fs_for)
     plan = plan_band(listing.entries, previous, listing_ts, opts)
-    selected = list(plan.selected)
+    selected: Sequence[FileEntry] = plan.selected
     sketch = (SettledSketch.from_element(previous.extra.get("late"))
               if previous is not None else None)
     late = plan_late(listing.entries, previous.low if previous else None, sketch,
@@ -759,8 +778,8 @@ def plan_pending(paths: Sequence[str], previous: BandState | None, listing_ts: i
     return listing, plan, selected
 
 
-def _apply_late(mode: str, late: LatePlan, selected: list[FileEntry], info: dict[str, Any],
-                paths: Sequence[str]) -> list[FileEntry]:
+def _apply_late(mode: str, late: LatePlan, selected: Sequence[FileEntry], info: dict[str, Any],
+                paths: Sequence[str]) -> Sequence[FileEntry]:
     """``lateFiles``: report (warn), read once (read), fail the run (fail) or say nothing."""
     if mode == "ignore":
         if late.unseen:
@@ -797,7 +816,7 @@ def _apply_late(mode: str, late: LatePlan, selected: list[FileEntry], info: dict
     return selected
 
 
-def _apply_rewrites(run: RunContext, ctx: str | None, mode: str, selected: list[FileEntry],
+def _apply_rewrites(run: RunContext, ctx: str | None, mode: str, selected: Sequence[FileEntry],
                     info: dict[str, Any], paths: Sequence[str], *, first: bool) -> RewritePlan:
     """``onModified`` (see :mod:`sparkmark.planning.rewrites`): the audit says which selected
     files this job read before in another version (not asked on a first run or after a reset,
@@ -854,17 +873,19 @@ class _AuditRows(Sequence[FileRead]):
 
     def paths(self) -> Iterator[str]:
         """The paths of the files read, in order (no rows made)."""
-        return (f.path for f in self.entries)
+        entries = self.entries
+        if isinstance(entries, FileColumns):
+            return (p for at in range(0, len(entries), 65_536)
+                    for p in entries.paths(at, at + 65_536))
+        return (f.path for f in entries)
 
-    def take(self, indices: Iterable[int]) -> list[FileRead]:
+    def take(self, indices: Sequence[int]) -> list[FileRead]:
         """The rows at ``indices`` (the commit takes them in path-hash order), made as a
         slice's are."""
         new, get, entries = tuple.__new__, self.kinds.get, self.entries
-        out = []
-        for j in indices:
-            f = entries[j]
-            out.append(new(FileRead, (f.path, f.size, f.mtime, get(f.path, "new"))))
-        return out
+        chosen = (entries.take(indices) if isinstance(entries, FileColumns)
+                  else [entries[j] for j in indices])
+        return [new(FileRead, (f.path, f.size, f.mtime, get(f.path, "new"))) for f in chosen]
 
 
 def _audit_rows(selected: Sequence[FileEntry], late: LatePlan | None,
@@ -886,11 +907,13 @@ def _with_hashes(audit: _AuditRows, listing: Sequence[FileEntry], hashes: "array
         return audit
     if eligible == len(listing):
         return _AuditRows(listing, audit.kinds, hashes)
-    inside = [f[0] <= listing_ts for f in listing]
-    read = list(compress(listing, inside))
-    if len(read) != eligible:  # not the plan's candidates after all: the store hashes
+    import numpy as np
+    cols = FileColumns.of(listing)
+    inside = cols.mtimes_np() <= listing_ts
+    if int(inside.sum()) != eligible:  # not the plan's candidates after all: the store hashes
         return audit
-    return _AuditRows(read, audit.kinds, array("Q", compress(hashes, inside)))
+    return _AuditRows(cols.where(inside), audit.kinds,
+                      array("Q", np.frombuffer(hashes, dtype=np.uint64)[inside].tobytes()))
 
 
 def _stored_schema(state: BandState | None):
