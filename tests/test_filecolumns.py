@@ -53,6 +53,10 @@ def test_columns_read_as_the_list_they_were_built_from(a, b, data):
     assert list(view.take(sub)) == [model[picks[j]] for j in sub]
     assert list(view[1:]) == [model[j] for j in picks][1:]
     assert view.paths() == [model[j].path for j in picks]
+    for v, want in ((cols, model), (view, [model[j] for j in picks]),
+                    (cols.take(sorted(set(picks))), [model[j] for j in sorted(set(picks))])):
+        assert v.joined() == "\0".join(e.path for e in want)
+        assert v.joined(1, 3) == "\0".join(e.path for e in want[1:3])
     assert view.mtimes_np().tolist() == [model[j].mtime for j in picks]
     ordered = sorted(model)
     assert [model[j] for j in cols.sorted_positions().tolist()] == ordered

@@ -213,6 +213,36 @@ class ColumnStore:
             return list(map(first.__add__, names)) if first else names
         return list(map(str.__add__, map(prefixes.__getitem__, chunks.tolist()), names))
 
+    def joined_at(self, idx: Any) -> str | None:
+        """``"\\0".join`` of the paths at ascending positions ``idx``, made a chunk at a time
+        without a string per path (a whole chunk is its text with the directory put before
+        each name; part of one, its picked names joined), or None where the positions are
+        not ascending or a name holds a NUL."""
+        np = _np()
+        self.seal()
+        if not len(idx):
+            return ""
+        if not _ascending(idx):
+            return None
+        chunks = np.frombuffer(self.chunk, dtype=np.uint32)[idx]
+        edges = np.flatnonzero(np.concatenate(([True], chunks[1:] != chunks[:-1], [True])))
+        cstart, last = self.cstart, len(self.cstart) - 1
+        pieces: list[str] = []
+        for lo, hi in zip(edges[:-1].tolist(), edges[1:].tolist()):
+            c = int(chunks[lo])
+            if not self.plain[c]:
+                return None
+            text, prefix = self.texts[c], self.prefixes[c]
+            size = (cstart[c + 1] if c < last else len(self.mtimes)) - cstart[c]
+            sep = "\0" + prefix
+            if hi - lo == size:  # the whole chunk: its text as it is
+                pieces.append(prefix + text.replace("\0", sep) if prefix else text)
+                continue
+            names = text.split("\0")
+            picked = map(names.__getitem__, (idx[lo:hi] - cstart[c]).tolist())
+            pieces.append(prefix + sep.join(picked))
+        return "\0".join(pieces)
+
     def copy_of(self, idx: Any) -> "ColumnStore":
         """A new storage holding the files at positions ``idx`` in that order (its chunks
         rebuilt; a block of positions at a time)."""
@@ -418,6 +448,23 @@ class FileColumns(Sequence[FileEntry]):
         if _contiguous(idx):
             return store.range_paths(int(idx[0]), int(idx[-1]) + 1)
         return store.paths_at(idx)
+
+    def joined(self, lo: int = 0, hi: int | None = None) -> str:
+        """``"\\0".join(self.paths(lo, hi))``, made from the chunks' strings where it can
+        (no string per path; the listing fingerprint's text, issue 26).
+
+        >>> FileColumns.of([FileEntry(1, "x/a"), FileEntry(2, "x/b")]).joined() == "x/a\\0x/b"
+        True
+        """
+        n = len(self)
+        hi = n if hi is None else min(hi, n)
+        lo = max(0, lo)
+        if hi <= lo:
+            return ""
+        idx = (self._index[lo:hi] if self._index is not None else
+               _np().arange(self._start + lo, self._start + hi, dtype=_np().int64))
+        text = self._store.joined_at(idx)
+        return "\0".join(self.paths(lo, hi)) if text is None else text
 
     def mtimes_np(self) -> Any:
         """This view's mtimes as a numpy int64 array (a copy).

@@ -173,11 +173,26 @@ def listing_order(entries: Sequence[FileEntry]) -> str:
     h = hashlib.sha1(len(entries).to_bytes(8, "little"))
     mtimes = _mtimes(entries)
     for i in range(0, len(entries), _ORDER_CHUNK):
+        if isinstance(entries, FileColumns):  # the chunk's text from the columns' strings
+            n = min(len(entries), i + _ORDER_CHUNK) - i
+            text = entries.joined(i, i + _ORDER_CHUNK)
+            if text.count("\0") == n - 1:  # no path holds a NUL
+                _order_text(h, text, mtimes[i:i + _ORDER_CHUNK])
+                continue
         _order_update(h, _paths(entries, i, i + _ORDER_CHUNK), mtimes[i:i + _ORDER_CHUNK])
     return h.hexdigest()
 
 
 _PATH_OF, _MTIME_OF = operator.itemgetter(1), operator.itemgetter(0)
+
+
+def _order_text(h: Any, text: str, mtimes: Any) -> None:
+    """One chunk of :func:`listing_order` whose paths hold no NUL, given as their NUL-joined
+    ``text`` (what :func:`_order_update` hashes for them)."""
+    h.update(b"\0")
+    h.update(mtimes.tobytes())
+    h.update(text.encode("utf-8", "surrogatepass"))
+    h.update(b"\0")
 
 
 def _order_update(h: Any, paths: Sequence[str], mtimes: Any) -> None:
