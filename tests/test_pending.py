@@ -74,8 +74,10 @@ def test_pending_files_names_exactly_what_the_next_run_reads(spark, state_url, t
 
 
 def test_pending_files_on_s3_with_the_jobs_s3a_settings(spark, s3, s3_server, sqlite_url):
-    clock = FakeClock(start=int(time.time() * 1000))
     s3.put("in/a.json", '{"id": 1}\n')
+    # the run's T at or past the object's stamp (a clock read before the upload can fall in
+    # the second before it on a loaded machine, and the run then rightly leaves it for later)
+    clock = FakeClock(start=max(int(time.time() * 1000), s3.mtime("in/a.json") + 1_000))
     root = s3.url("in")
     conf = s3_server.hadoop_conf()
     with Job(spark, state=sqlite_url, clock=clock).run("orders", ENABLE) as job:
