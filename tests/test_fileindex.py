@@ -12,6 +12,8 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from sparkmark import compat
 from sparkmark.planning.listing import FileEntry, hidden
@@ -158,6 +160,41 @@ def test_the_listing_goes_over_in_chunks(spark, tmp_path, monkeypatch):
     assert whole is not None and chunked is not None
     assert len(files) == 8 and sorted(chunked.inputFiles()) == sorted(whole.inputFiles())
     assert _rows(chunked) == _rows(whole)
+
+
+_PATH_CHARS = "ab.Z9_-=/ %:#?@+~é"
+
+
+@settings(max_examples=int(os.environ.get("SPARKMARK_PATH_EXAMPLES", "60")), deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(heads=st.lists(st.sampled_from(["file:/", "file:///", "s3a://bucket/", "s3a://B-1.x/",
+                                       "gs://b/", "FILE:///", "file:"]), min_size=8, max_size=8),
+       tails=st.lists(st.text(_PATH_CHARS, min_size=1, max_size=12), min_size=8, max_size=8))
+def test_the_helpers_paths_are_hadoops_paths_of_the_same_text(spark, heads, tails):
+    """The JVM helper makes a status's Path from its text as a URI where Path's own string
+    constructor would change nothing (fast: issue 26) and through that constructor otherwise:
+    either way the Path equals ``new Path(text)``, with the same text, URI and hash."""
+    from sparkmark.jvm import helper, java_class
+    jpath = java_class(spark, "org.apache.hadoop.fs.Path")
+    texts = [h + t for h, t in zip(heads, tails)] + [
+        "file:///in/dt=2024-01-01/a.json", "s3a://bucket/k/part-0.json", "file:///in/./a",
+        "file:///in/../a", "file:///in//a", "file:///in/a/", "file:///in/.a", "file:///in/..a"]
+    for text in texts:
+        expected_text = ("file://" + text[5:] if text.startswith("file:/")
+                         and not text.startswith("file://") else text)  # as add() spells it
+        try:
+            want = jpath(expected_text)
+        except Exception:  # noqa: BLE001 - Path refuses it: so must the helper
+            with pytest.raises(Exception, match="URISyntax|IllegalArgument"):
+                b = helper(spark, "SparkmarkFileHelper").builder()
+                b.add(f"1\t2\t{text}", fileindex.BLOCK_SIZE)
+            continue
+        b = helper(spark, "SparkmarkFileHelper").builder()
+        b.add(f"1\t2\t{text}", fileindex.BLOCK_SIZE)
+        got = b.statuses()[0].getPath()
+        assert (got.toString(), got.toUri().toString(), got.hashCode()) == (
+            want.toString(), want.toUri().toString(), want.hashCode()), text
+        assert got.equals(want), text
 
 
 def test_statuses_text_puts_the_path_last():
