@@ -28,6 +28,16 @@ MIN = 60_000
 DAY = 86_400_000
 
 
+@pytest.fixture(params=["in-commit", "ahead"])
+def audit_path(request, monkeypatch):
+    """Both ways a run's audit rows are written: in the commit's transaction, and ahead of it
+    by a thread (``EARLY_AUDIT_FILES``: a large read's, here any read's)."""
+    if request.param == "ahead":
+        import sparkmark.job
+        monkeypatch.setattr(sparkmark.job, "EARLY_AUDIT_FILES", 1)
+    return request.param
+
+
 def put(src: Path, name: str, text: str, mtime: int) -> None:
     p = src / name
     p.parent.mkdir(parents=True, exist_ok=True)
@@ -52,8 +62,8 @@ def cli(url, *args):
     return res.exit_code, res.output
 
 
-def test_which_run_read_which_file_from_python_the_cli_and_spark(spark, sqlite_url, clock,
-                                                                  tmp_path):
+def test_which_run_read_which_file_from_python_the_cli_and_spark(audit_path, spark, sqlite_url,
+                                                                  clock, tmp_path):
     src = tmp_path / "in"
     put(src, "dt=1/a.json", '{"id": 1}\n', clock.now - 10 * MIN)
     put(src, "dt=1/b.json", '{"id": 2}\n{"id": 3}\n', clock.now - 9 * MIN)
@@ -125,7 +135,7 @@ def _two_runs_second_reset(spark, sqlite_url, clock, src, out, options):
     return r1, r2
 
 
-def test_a_rolled_back_runs_files_show_as_such(spark, sqlite_url, clock, tmp_path):
+def test_a_rolled_back_runs_files_show_as_such(audit_path, spark, sqlite_url, clock, tmp_path):
     src, out = tmp_path / "in", tmp_path / "out"
     r1, r2 = _two_runs_second_reset(spark, sqlite_url, clock, src, out, {})
     status = {Path(r["path"]).name: (r["run_id"], r["run_status"])
@@ -140,7 +150,8 @@ def test_a_rolled_back_runs_files_show_as_such(spark, sqlite_url, clock, tmp_pat
 
 
 @pytest.mark.parametrize("mode", ["ignore", "fail"])
-def test_a_rolled_back_read_is_no_read_for_on_modified(spark, sqlite_url, clock, tmp_path, mode):
+def test_a_rolled_back_read_is_no_read_for_on_modified(audit_path, spark, sqlite_url, clock,
+                                                        tmp_path, mode):
     """A file whose only earlier read was by a run rolled back since (its output removed) and
     that changed meanwhile is read as new input: with onModified=ignore it is not left out as
     a rewrite (its content would then be in no output), with fail the run does not fail."""
@@ -167,7 +178,7 @@ def test_a_rolled_back_read_is_no_read_for_on_modified(spark, sqlite_url, clock,
 
 
 @pytest.mark.parametrize("mode", ["reprocess", "ignore", "fail"])
-def test_on_modified_reprocess_ignore_or_fail(spark, sqlite_url, clock, tmp_path, mode):
+def test_on_modified_reprocess_ignore_or_fail(audit_path, spark, sqlite_url, clock, tmp_path, mode):
     src = tmp_path / "in"
     put(src, "a.json", '{"id": 1}\n', clock.now - 10 * MIN)
     put(src, "b.json", '{"id": 2}\n', clock.now - 10 * MIN)
@@ -361,3 +372,120 @@ def test_a_first_runs_audit_rows_take_the_path_hashes_of_its_listing(spark, sqli
     assert sorted(Path(p).name for p in rows) == [f"f{i:02d}.json" for i in range(5)]
     assert all(h == path_hash(p) for p, h in rows.items())
     assert given_by_run[-1] is False
+
+
+def _raw_audit(url: str, job: str) -> list[tuple[str, str]]:
+    """The store's own sm_files rows of ``job`` (run id, file name), whatever their run's
+    status: what the audit's readers leave out included."""
+    with sa.create_engine(url).connect() as c:
+        return sorted((r, Path(p).name) for r, p in c.execute(sa.text(
+            "SELECT run_id, path FROM sm_files WHERE job_name = :j"), {"j": job}))
+
+
+def test_audit_rows_written_ahead_count_only_once_the_run_commits(spark, sqlite_url, clock,
+                                                                  tmp_path, monkeypatch):
+    """A large read's audit rows go in ahead of the commit (a thread, while Spark builds the
+    read): before the commit they are in the table but no reader sees them (``files``, the
+    page's counts, onModified's earlier reads); the commit makes them count at once."""
+    import sparkmark.job
+    monkeypatch.setattr(sparkmark.job, "EARLY_AUDIT_FILES", 2)
+    src = tmp_path / "in"
+    put(src, "a.json", '{"id": 1}\n', clock.now - 10 * MIN)
+    put(src, "b.json", '{"id": 2}\n', clock.now - 9 * MIN)
+    ids, _, job = run(spark, sqlite_url, clock, src, commit=False)
+    assert ids == [1, 2]
+    run_id = job.run_id
+    for audit in job._early_audits:  # the thread's rows are all in
+        audit.wait()
+    assert _raw_audit(sqlite_url, "orders") == [(run_id, "a.json"), (run_id, "b.json")]
+    store = job.store
+    assert Bookmarks(sqlite_url).files("orders") == []
+    assert store.run_files([run_id]) == {}
+    assert store.files_read_before("orders", "src", [f"file:{src}/a.json"]) == {}
+    job.commit()
+    rows = Bookmarks(sqlite_url).files("orders")
+    assert [(Path(r["path"]).name, r["run_id"], r["run_status"]) for r in rows] == [
+        ("a.json", run_id, "SUCCEEDED"), ("b.json", run_id, "SUCCEEDED")]
+    assert store.run_files([run_id])[run_id][0] == 2
+
+
+def test_a_failed_run_deletes_the_audit_rows_it_wrote_ahead(spark, sqlite_url, clock, tmp_path,
+                                                            monkeypatch):
+    import sparkmark.job
+    monkeypatch.setattr(sparkmark.job, "EARLY_AUDIT_FILES", 1)
+    src = tmp_path / "in"
+    put(src, "a.json", '{"id": 1}\n', clock.now - 10 * MIN)
+    _, _, job = run(spark, sqlite_url, clock, src, commit=False)
+    job.fail("the transform broke")  # waits for the thread, then deletes its rows
+    assert _raw_audit(sqlite_url, "orders") == []
+    assert Bookmarks(sqlite_url).files("orders") == []
+    ids, _, job2 = run(spark, sqlite_url, clock, src)  # the file is new input, read once
+    assert ids == [1]
+    assert _raw_audit(sqlite_url, "orders") == [(job2.run_id, "a.json")]
+
+
+def test_a_run_that_died_leaves_audit_rows_no_reader_counts(spark, sqlite_url, clock, tmp_path,
+                                                            monkeypatch):
+    """A run that never ended (its process gone: here the lease is released from outside)
+    leaves the rows it wrote ahead; they are not a read, so onModified=fail does not call the
+    file a rewrite when it changed since, and the retention removes them."""
+    import sparkmark.job
+    monkeypatch.setattr(sparkmark.job, "EARLY_AUDIT_FILES", 1)
+    src = tmp_path / "in"
+    put(src, "a.json", '{"id": 1}\n', clock.now - 10 * MIN)
+    _, _, dead = run(spark, sqlite_url, clock, src, commit=False)
+    for audit in dead._early_audits:
+        audit.wait()
+    Job(None, state=sqlite_url, clock=clock).store.release("orders", now=clock.now)
+    put(src, "a.json", '{"id": 1}\n{"id": 11}\n', clock.now - 5 * MIN)  # rewritten since
+    ids, report, job = run(spark, sqlite_url, clock, src, onModified="fail")
+    assert ids == [1, 11] and report["rewritten"] == 0
+    assert [r["run_id"] for r in Bookmarks(sqlite_url).files("orders")] == [job.run_id]
+    assert (dead.run_id, "a.json") in _raw_audit(sqlite_url, "orders")
+    clock.advance(31 * DAY)  # the default retention (30 days) takes the dead run's rows too
+    put(src, "c.json", '{"id": 3}\n', clock.now - 5 * MIN)
+    run(spark, sqlite_url, clock, src)
+    assert [n for _, n in _raw_audit(sqlite_url, "orders")] == ["c.json"]
+
+
+def test_audit_rows_that_cannot_be_written_ahead_fail_the_run_and_commit_nothing(
+        spark, sqlite_url, clock, tmp_path, monkeypatch):
+    """The store refuses the rows (here a trigger of the SQLite file itself): the commit
+    raises that error, the run is FAILED, the bookmark did not move and no row stays."""
+    import sparkmark.job
+    monkeypatch.setattr(sparkmark.job, "EARLY_AUDIT_FILES", 1)
+    src = tmp_path / "in"
+    put(src, "a.json", '{"id": 1}\n', clock.now - 10 * MIN)
+    assert run(spark, sqlite_url, clock, src)[0] == [1]  # the store and its tables exist
+    before = Bookmarks(sqlite_url).get("orders")["Version"]
+    clock.advance(20 * MIN)
+    put(src, "b.json", '{"id": 2}\n', clock.now - 5 * MIN)
+    with sa.create_engine(sqlite_url).begin() as c:
+        c.execute(sa.text("CREATE TRIGGER no_audit BEFORE INSERT ON sm_files "
+                          "BEGIN SELECT RAISE(ABORT, 'the audit is full'); END"))
+    job = Job(spark, state=sqlite_url, clock=clock).init("orders", EN)
+    assert job.read.files(str(src), format="json", transformation_ctx="src").count() == 1
+    with pytest.raises(Exception, match="the audit is full"):
+        job.commit()
+    last = job.store.list_runs(job_name="orders")[-1]
+    assert last["status"] == "FAILED" and "the audit is full" in last["error"]
+    assert Bookmarks(sqlite_url).get("orders")["Version"] == before
+    assert [n for _, n in _raw_audit(sqlite_url, "orders")] == ["a.json"]
+
+
+def test_a_read_that_fails_after_listing_leaves_no_audit_rows(audit_path, spark, sqlite_url,
+                                                              clock, tmp_path):
+    """A source records its files before Spark builds the read; when that read fails (here
+    JSON files read as Parquet) and the job goes on to commit, those files are no read of
+    this run: no audit row, written ahead or not, while another source's rows stay."""
+    bad, good = tmp_path / "bad", tmp_path / "good"
+    put(bad, "a.json", '{"id": 1}\n', clock.now - 10 * MIN)
+    put(good, "g.json", '{"id": 7}\n', clock.now - 10 * MIN)
+    job = Job(spark, state=sqlite_url, clock=clock).init("orders", EN)
+    with pytest.raises(Exception, match="(?i)parquet"):
+        job.read.files(str(bad), format="parquet", transformation_ctx="bad")
+    assert job.read.files(str(good), format="json", transformation_ctx="good").count() == 1
+    job.commit()
+    assert [(r["ctx"], Path(r["path"]).name) for r in Bookmarks(sqlite_url).files("orders")
+            ] == [("good", "g.json")]
+    assert _raw_audit(sqlite_url, "orders") == [(job.run_id, "g.json")]

@@ -135,7 +135,8 @@ class Bookmarks:
 
         Each row has ``path, size, mtime`` (epoch ms), ``ctx``, ``run_id``, ``run_status``
         (``SUCCEEDED``, ``EMPTY``, or ``ROLLED_BACK`` once a rollback removed the run's
-        output), ``kind`` (``new``, ``late``, ``rewrite``) and ``read_ts`` (the commit time).
+        output), ``kind`` (``new``, ``late``, ``rewrite``) and ``read_ts`` (the commit time;
+        for a read of 100,000 files or more, written ahead of the commit, the time of the read).
         ``path`` is a glob (see :func:`path_pattern`).  Rows are kept for the job's
         ``files_retention_days`` (default 30)::
 

@@ -227,7 +227,9 @@ class RunContext(Protocol):
 
     def record_files(self, ctx: str | None, files: Sequence[FileRead]) -> None:
         """The files a source read (:class:`FileRead`), kept in the per-file audit if the run
-        commits."""
+        commits.  A source may record them before it builds its read (a large read's rows are
+        then written meanwhile); they count once its :meth:`record_read` for the same ``ctx``
+        follows, so a read that fails in between leaves none."""
         ...
 
     def files_read_before(self, ctx: str | None, paths: Sequence[str]

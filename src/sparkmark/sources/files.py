@@ -700,6 +700,12 @@ def read_files(run: RunContext, path: str | Sequence[str], *, format: str = "jso
             rewrites = _apply_rewrites(run, transformation_ctx, band_opts.on_modified, selected,
                                        info, paths, first=previous is None)
             selected = rewrites.selected
+    audit = _audit_rows(selected, late, rewrites)
+    if hashes is not None and late is not None and not late.unseen:
+        audit = _with_hashes(audit, listing.entries, hashes, int(bookmark.listing_ts or 0),
+                             plan.eligible if plan is not None else -1)
+    # before Spark builds the read: a large audit is written meanwhile (RunContext)
+    run.record_files(transformation_ctx, audit)
     hint = functools.partial(skip_hint, run.job_name, transformation_ctx)
     known_schema = None
     if drift_mode is None:
@@ -741,11 +747,6 @@ def read_files(run: RunContext, path: str | Sequence[str], *, format: str = "jso
                             listing_ts=plan.state.listing_ts, band=plan.state.band,
                             files=plan.state.files, extra=extra).to_element()
     run.record_read(transformation_ctx, element, info)
-    audit = _audit_rows(selected, late, rewrites)
-    if hashes is not None and late is not None and not late.unseen:
-        audit = _with_hashes(audit, listing.entries, hashes, int(bookmark.listing_ts or 0),
-                             plan.eligible if plan is not None else -1)
-    run.record_files(transformation_ctx, audit)
     if element is not None and selected:  # a file changed while read fails the run
         what, spark = f"source {transformation_ctx!r}", run.spark
         # (a view of the columns is read-only: no copy of a million entries)

@@ -100,7 +100,9 @@ runs = Table(
 )
 
 # The per-file audit: one row per file a committed run read, written in the commit's own
-# transaction and deleted after the job's retention (default 30 days), so it stays bounded.
+# transaction (a read of 100,000 files or more: ahead of it, counted only once the run commits,
+# StateStore.stage_files) and deleted after the job's retention (default 30 days), so it stays
+# bounded.
 files = Table(
     "sm_files", metadata,
     Column("job_name", String(255), nullable=False),
