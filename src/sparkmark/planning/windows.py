@@ -69,8 +69,8 @@ def add_days(ts_ms: int, days: int, tz: str = "UTC") -> int:
     """``ts_ms`` moved by ``days`` calendar days in ``tz``: the same wall-clock time that many
     days later (local midnight stays local midnight across DST changes).
 
-    >>> add_days(parse_time("2024-03-09", "America/New_York"), 1, "America/New_York") \
-    ...     == parse_time("2024-03-10", "America/New_York")
+    >>> ny = "America/New_York"
+    >>> add_days(parse_time("2024-03-09", ny), 1, ny) == parse_time("2024-03-10", ny)
     True
     """
     zone = get_zone(tz)
