@@ -489,3 +489,20 @@ def test_a_read_that_fails_after_listing_leaves_no_audit_rows(audit_path, spark,
     assert [(r["ctx"], Path(r["path"]).name) for r in Bookmarks(sqlite_url).files("orders")
             ] == [("good", "g.json")]
     assert _raw_audit(sqlite_url, "orders") == [(job.run_id, "g.json")]
+
+
+def test_a_failed_read_withdraws_only_its_own_rows_when_sources_share_no_ctx(
+        audit_path, spark, sqlite_url, clock, tmp_path):
+    """Two reads without a transformation_ctx share the audit's empty ctx: when the second
+    fails after listing, only its files leave the audit; the first read's rows, written
+    ahead or not, stay and count once the run commits."""
+    good, bad = tmp_path / "good", tmp_path / "bad"
+    put(good, "g.json", '{"id": 7}\n', clock.now - 10 * MIN)
+    put(bad, "a.json", '{"id": 1}\n', clock.now - 10 * MIN)
+    job = Job(spark, state=sqlite_url, clock=clock).init("orders", EN)
+    assert job.read.files(str(good), format="json").count() == 1
+    with pytest.raises(Exception, match="(?i)parquet"):
+        job.read.files(str(bad), format="parquet")
+    job.commit()
+    assert _raw_audit(sqlite_url, "orders") == [(job.run_id, "g.json")]
+    assert [Path(r["path"]).name for r in Bookmarks(sqlite_url).files("orders")] == ["g.json"]

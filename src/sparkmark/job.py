@@ -632,16 +632,27 @@ class Job:
 
     def _withdraw_unconfirmed(self) -> None:
         """Leave out of the audit the files of reads that failed after recording them (no
-        record_read followed): kept in memory, dropped; written ahead, deleted."""
+        record_read followed): kept in memory, dropped; written ahead, deleted.  The store
+        deletes a run's rows by ctx, so the confirmed reads written ahead under a withdrawn
+        ctx (two reads without a transformation_ctx share one) are written again."""
+        withdrawn: set[str] = set()
         for ctx, entry in self._unconfirmed:
             if isinstance(entry, _EarlyAudit):
                 entry.cancel()
                 self._early_audits.remove(entry)
-                name, run_id, _ = self.run_identity()
-                self.store.unstage_files(name, run_id, ctx)
+                withdrawn.add(ctx or "")
             else:
                 self._files_read = [(c, f) for c, f in self._files_read if f is not entry]
         self._unconfirmed = []
+        if not withdrawn:
+            return
+        name, run_id, _ = self.run_identity()
+        kept = [a for a in self._early_audits if (a.ctx or "") in withdrawn]
+        for audit in kept:
+            audit.cancel()
+        for ctx in sorted(withdrawn):
+            self.store.unstage_files(name, run_id, ctx)
+        self._early_audits = [a.again() if a in kept else a for a in self._early_audits]
 
     def files_read_before(self, ctx: str | None, paths: Sequence[str]
                           ) -> dict[str, set[tuple[int | None, int | None]]]:
@@ -740,6 +751,8 @@ class _EarlyAudit:
     def __init__(self, store: StateStore, job_name: str, run_id: str, ctx: str | None,
                  files: Sequence[FileRead], now: int) -> None:
         self.error: BaseException | None = None
+        self.ctx = ctx
+        self._args = (store, job_name, run_id, ctx, files, now)
         self._cancel = threading.Event()
         self._thread = threading.Thread(target=self._write, name="sparkmark-audit",
                                         args=(store, job_name, run_id, ctx, files, now),
@@ -763,6 +776,11 @@ class _EarlyAudit:
     def cancel(self) -> None:
         self._cancel.set()
         self._thread.join()
+
+    def again(self) -> "_EarlyAudit":
+        """The same rows written once more, by a new thread (after their ctx's rows were
+        deleted for another read's sake)."""
+        return _EarlyAudit(*self._args)
 
 
 class _Heartbeat:
