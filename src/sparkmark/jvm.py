@@ -5,7 +5,8 @@ becomes a message, and where Spark's own data-source registry is asked.
     >>> try:
     ...     spark.read.parquet("/no/such/dir").count()
     ... except Exception as e:
-    ...     print(java_error_text(e))          # "[PATH_NOT_FOUND] Path does not exist: ..."
+    ...     print(java_error_text(e))
+    [PATH_NOT_FOUND] Path does not exist: file:/no/such/dir...
 
 Messages keep the Java exception's own words (and those of its causes, up to four), never the
 stack trace.

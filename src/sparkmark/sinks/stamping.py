@@ -1,9 +1,12 @@
 """What every sink shares: the stamp columns, the staging folder name, and a one-pass row count.
 
-    >>> stamped = stamp(df, run_id="0" * 32, snapshot_ts=1_700_000_000_000)
+    >>> import tempfile
+    >>> stamped = stamp(spark.range(3), run_id="0" * 32, snapshot_ts=1_700_000_000_000)
     >>> stamped.columns[-2:]
     ['sm_run_id', 'sm_snapshot_ts']
-    >>> n = count_while(stamped, lambda d: d.write.parquet("/tmp/out"))   # rows written
+    >>> out = tempfile.mkdtemp()
+    >>> count_while(stamped, lambda d: d.write.mode("overwrite").parquet(out))   # rows written
+    3
 """
 from __future__ import annotations
 

@@ -24,7 +24,9 @@ messages and their named files.
 The statuses are the listing's, so Spark reads each file as it was listed (size included); the
 commit's check that no file read changed since the listing (``check_unchanged``) still runs.
 
-    >>> df = load_listed(spark, "json", files, "file:/in", {"basePath": "file:/in"}, None)
+Example (``files``: a listing's entries under ``file:/in``)::
+
+    df = load_listed(spark, "json", files, "file:/in", {"basePath": "file:/in"}, None)
 """
 from __future__ import annotations
 

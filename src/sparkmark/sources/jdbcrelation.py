@@ -23,7 +23,9 @@ makes Spark connect differently from a plain ``Driver.connect`` (``keytab``, ``p
 type, a table gone), returns ``None``: the caller reads through ``spark.read.jdbc`` as before, so
 Spark's errors keep their words.
 
-    >>> df = load_on(spark, conn.java_connection, url, "(SELECT ...) sm_range", None, props)
+Example (``conn``: the run's open :class:`sparkmark.jdbcconn.JdbcConnection`)::
+
+    df = load_on(spark, conn.java_connection, url, "(SELECT ...) sm_range", None, props)
 """
 from __future__ import annotations
 
