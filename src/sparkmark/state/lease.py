@@ -50,7 +50,16 @@ def lease_token(host: str, pid: int) -> str:
     >>> lease_token("h", os.getpid()).startswith("h#")
     True
     """
+    if pid == os.getpid():  # this process's own: the same for its whole life (issue 26)
+        own = _OWN.get(pid)
+        if own is None:
+            own = _OWN[pid] = f"{namespace_id()}.{process_start(pid)}"
+        return f"{host}#{own}"
     return f"{host}#{namespace_id()}.{process_start(pid)}"
+
+
+#: this process's ``boot.pidns.start``, by pid (a forked child has its own pid, so its own)
+_OWN: dict[int, str] = {}
 
 
 def host_name(token: str | None) -> str | None:
