@@ -755,8 +755,7 @@ class _EarlyAudit:
         self._args = (store, job_name, run_id, ctx, files, now)
         self._cancel = threading.Event()
         self._thread = threading.Thread(target=self._write, name="sparkmark-audit",
-                                        args=(store, job_name, run_id, ctx, files, now),
-                                        daemon=True)
+                                        args=self._args, daemon=True)
         self._thread.start()
 
     def _write(self, store: StateStore, job_name: str, run_id: str, ctx: str | None,
