@@ -98,7 +98,57 @@ def runner(ice, sqlite_url, clock):
     return Runner(ice, sqlite_url, clock)
 
 
-def test_each_run_appends_once_and_a_rerun_adds_nothing(ice, runner):
+@pytest.fixture(params=["jvm helper", "py4j calls"])
+def path(request, monkeypatch):
+    """Both ways the sink reaches the table: ``java/SparkmarkTableHelper`` (one round trip a
+    step, the usual way) and call by call through py4j (where the helper cannot load)."""
+    from sparkmark.sinks import table as sink
+    if request.param == "py4j calls":
+        monkeypatch.setattr(sink, "helper", lambda *a: None)
+    return request.param
+
+
+def test_the_helper_holds_the_target_and_says_what_the_py4j_path_says(ice, runner):
+    """The helper is what a classic session uses (not a silent fallback): it loads, holds the
+    table, and its answers (columns, the WAP property, the staged snapshot) are the py4j
+    path's."""
+    from sparkmark import tablemeta
+    from sparkmark.sinks import table as sink
+    t = Tables(ice)
+    t.insert(1, 2)
+    runner.run(t)
+    target = sink._open_target(ice, t.tgt)
+    assert isinstance(target, sink._JavaTarget)
+    have, props, used = sink._checked_table(ice, t.tgt)
+    assert used.__class__ is sink._JavaTarget
+    handle = tablemeta.open_table(ice, t.tgt, read=False)
+    assert have == {c.lower() for c in handle.columns(handle.base)}
+    assert props == {sink.WAP_PROP: "true"}
+    wap = ice.sql(f"SELECT summary['wap.id'] FROM {t.tgt}.snapshots WHERE "
+                  "summary['wap.id'] IS NOT NULL").collect()[0][0]
+    staged, via = sink._staged_snapshot(ice, t.tgt, wap, target)
+    assert via is target
+    py4j, _ = sink._staged_snapshot(ice, t.tgt, wap, tablemeta.open_table(ice, t.tgt, read=False))
+    assert staged == py4j and staged.records == 2
+    assert sink._open_target(ice, t.tgt + "_missing") is None
+    assert sink._open_target(ice, t.tgt + ".branch_main") is None
+
+
+def test_a_cached_dataframe_of_the_target_sees_the_published_rows(ice, runner, path):
+    """Published with cached data in the session: the table's cached DataFrames are refreshed,
+    as Iceberg's own cherry-pick procedure refreshes them."""
+    t = Tables(ice)
+    t.insert(1)
+    runner.run(t)
+    cached = ice.table(t.tgt).cache()
+    assert cached.count() == 1
+    t.insert(2, 3)
+    runner.run(t)
+    assert sorted(r.id for r in cached.collect()) == [1, 2, 3]
+    cached.unpersist()
+
+
+def test_each_run_appends_once_and_a_rerun_adds_nothing(ice, runner, path):
     t = Tables(ice)
     t.insert(1, 2)
     n, r1 = runner.run(t)
@@ -130,7 +180,7 @@ def test_snapshot_summary_names_job_and_run(ice, runner):
     assert summary["wap.id"].startswith(run_id + "-")
 
 
-def test_a_failed_run_leaves_nothing_visible_and_the_next_writes_once(ice, runner):
+def test_a_failed_run_leaves_nothing_visible_and_the_next_writes_once(ice, runner, path):
     t = Tables(ice)
     t.insert(1, 2)
     before = t.current()
@@ -151,7 +201,7 @@ def test_a_failed_run_leaves_nothing_visible_and_the_next_writes_once(ice, runne
     assert {r.sm_run_id for r in t.rows()} == {run_id}
 
 
-def test_a_reader_during_the_run_sees_none_of_its_rows(ice, runner):
+def test_a_reader_during_the_run_sees_none_of_its_rows(ice, runner, path):
     t = Tables(ice)
     t.insert(7, 8)
     runner.run(t)
@@ -170,7 +220,7 @@ def test_a_reader_during_the_run_sees_none_of_its_rows(ice, runner):
 
 
 @pytest.mark.parametrize("writer", ["same session", "another session"])
-def test_publish_again_or_after_a_concurrent_commit_adds_nothing_twice(ice, runner, writer):
+def test_publish_again_or_after_a_concurrent_commit_adds_nothing_twice(ice, runner, writer, path):
     """The run's publish moves ``main`` to its staged snapshot only when nobody committed since
     the write (a fast-forward against the metadata the write left); another commit in between,
     through this session's cached table or through another session's catalog (its own table
@@ -195,7 +245,7 @@ def test_publish_again_or_after_a_concurrent_commit_adds_nothing_twice(ice, runn
     assert t.ids() == [1, 2, 100] and t.current() == current
 
 
-def test_the_in_process_publish_of_a_snapshot_published_meanwhile_adds_nothing(ice, runner):
+def test_the_in_process_publish_of_a_snapshot_published_meanwhile_adds_nothing(ice, runner, path):
     """The run's own publish cherry-picks through the Java table the write used, without the
     ancestry scan; when the staged snapshot was published meanwhile (here by the SQL procedure,
     as a second publisher would), Iceberg refuses and the commit still succeeds, once."""

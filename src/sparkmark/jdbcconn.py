@@ -25,11 +25,12 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping
 
 from .compat import is_connect
 from .errors import ConfigError, SourceError
-from .jvm import helper, java_class, java_error_text
+from .jvm import decode_rows as _decode_rows
+from .jvm import encode_rows, helper, java_class, java_error_text
 from .planning.keyrange import quote_identifier
 from .redact import redact_url
 
@@ -373,36 +374,6 @@ def _jvm_helper(spark: Any) -> Any:
     on a 4-column table).  ``None`` when it cannot be loaded: the caller reads value by value,
     as before."""
     return helper(spark, "SparkmarkJdbcHelper")
-
-
-_UNESCAPE = {"\\": "\\", "t": "\t", "n": "\n"}
-
-
-def _decode_rows(text: str) -> list[list[str | None]]:
-    """The rows a helper method returned: TAB between values, LF after each row, ``\\N`` for
-    NULL, backslash/TAB/LF in values escaped (see the Java source).
-
-    >>> _decode_rows("1\\tid\\n\\\\N\\ta\\\\tb\\n")
-    [['1', 'id'], [None, 'a\\tb']]
-    """
-    return [[None if f == "\\N" else re.sub(r"\\(.)", lambda m: _UNESCAPE[m.group(1)], f)
-             for f in line.split("\t")]
-            for line in text.split("\n")[:-1]]
-
-
-def encode_rows(rows: Sequence[Sequence[str | None]]) -> str:
-    """Rows as the helper methods take them: the reverse of :func:`_decode_rows`.
-
-    >>> encode_rows([["user", "a\\tb"], [None]]) == "user\\ta\\\\tb\\n\\\\N\\n"
-    True
-    >>> _decode_rows(encode_rows([["x\\ty", "\\\\N"], [None, ""]]))
-    [['x\\ty', '\\\\N'], [None, '']]
-    """
-    def one(v: str | None) -> str:
-        if v is None:
-            return "\\N"
-        return v.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n")
-    return "".join("\t".join(map(one, row)) + "\n" for row in rows)
 
 
 def _jvm_driver(spark: Any, driver: str) -> Any:

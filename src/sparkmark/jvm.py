@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import socket
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Sequence
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -220,6 +221,38 @@ def helper(spark: Any, name: str) -> Any:
         found = None
     _HELPERS[name] = (client, found)
     return found
+
+
+# ------------------------------------------------------------ text to and from the helpers
+#: the escapes of helper text (see :func:`decode_rows`)
+_UNESCAPE = {"\\": "\\", "t": "\t", "n": "\n"}
+
+
+def decode_rows(text: str) -> list[list[str | None]]:
+    """The rows a helper method returned: TAB between values, LF after each row, ``\\N`` for
+    NULL, backslash/TAB/LF in values escaped (see the Java source).
+
+    >>> decode_rows("1\\tid\\n\\\\N\\ta\\\\tb\\n")
+    [['1', 'id'], [None, 'a\\tb']]
+    """
+    return [[None if f == "\\N" else re.sub(r"\\(.)", lambda m: _UNESCAPE[m.group(1)], f)
+             for f in line.split("\t")]
+            for line in text.split("\n")[:-1]]
+
+
+def encode_rows(rows: Sequence[Sequence[str | None]]) -> str:
+    """Rows as the helper methods take them: the reverse of :func:`decode_rows`.
+
+    >>> encode_rows([["user", "a\\tb"], [None]]) == "user\\ta\\\\tb\\n\\\\N\\n"
+    True
+    >>> decode_rows(encode_rows([["x\\ty", "\\\\N"], [None, ""]]))
+    [['x\\ty', '\\\\N'], [None, '']]
+    """
+    def one(v: str | None) -> str:
+        if v is None:
+            return "\\N"
+        return v.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n")
+    return "".join("\t".join(map(one, row)) + "\n" for row in rows)
 
 
 def is_classic(spark: "SparkSession") -> bool:

@@ -40,6 +40,9 @@ log = logging.getLogger("sparkmark.table")
 #: the last name part of a branch, tag or time-travel reference (``db.t.branch_audit``)
 SELECTOR = re.compile(r"(?i)^(?:branch_|tag_|snapshot_id_|at_timestamp_)")
 _PART = r"(?:[A-Za-z_][A-Za-z0-9_]*|`[^`]+`)"
+#: how many of the newest snapshots a write's look for its staged one reads before it reads
+#: the whole document (:meth:`TableHandle.staged`)
+STAGED_LIMIT = 8
 
 
 class SnapshotMeta(NamedTuple):
@@ -175,12 +178,13 @@ class TableHandle:
             at = self.snapshot(metadata, at.parent)
         return None
 
-    def staged(self, metadata: Any, wap_id: str, limit: int = 8) -> SnapshotMeta | None:
+    def staged(self, metadata: Any, wap_id: str, limit: int = 0) -> SnapshotMeta | None:
         """The snapshot staged under ``wap_id`` among the ``limit`` newest of the Java
         ``metadata`` (snapshots are kept in the order they were added).
 
         Example: ``handle.staged(handle.table.operations().current(), wap_id).id``
         """
+        limit = limit or STAGED_LIMIT
         snaps = metadata.snapshots()
         n = int(snaps.size())
         for i in range(n - 1, max(-1, n - 1 - limit), -1):

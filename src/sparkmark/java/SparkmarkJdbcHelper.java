@@ -3,13 +3,13 @@
 // sparkmark/jdbcconn.py (_JvmLink), in the same order; only where they run changes.
 //
 // Rows come back as one string: values separated by TAB, each row ended by LF, NULL as \N, and
-// backslash, TAB and LF inside values escaped as \\, \t and \n (decoded by jdbcconn._decode_rows).
+// backslash, TAB and LF inside values escaped as \\, \t and \n (decoded by sparkmark.jvm.decode_rows).
 //
 // Rebuild the class after editing (Java 8 bytecode, so any JVM Spark runs on loads it):
 //     javac --release 8 -d src/sparkmark/java src/sparkmark/java/SparkmarkJdbcHelper.java
 public class SparkmarkJdbcHelper {
 
-    private static void put(StringBuilder sb, String v) {
+    static void put(StringBuilder sb, String v) {
         if (v == null) {
             sb.append("\\N");
             return;

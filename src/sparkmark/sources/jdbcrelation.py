@@ -33,8 +33,7 @@ import logging
 from typing import TYPE_CHECKING, Any, Sequence
 
 from ..compat import classic_dataframe, is_connect
-from ..jdbcconn import encode_rows
-from ..jvm import helper
+from ..jvm import encode_rows, helper
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
