@@ -17,7 +17,9 @@ snapshots (:meth:`TableHandle.staged`); the whole document only where every snap
 
 The sink keeps the Java table of :func:`open_table` for a run's three looks at its target
 (the checks before the write, the staged snapshot after it, the cherry-pick at commit), so a
-write pays one catalog lookup, not three.
+write pays one catalog lookup, not three; where sparkmark's Java helper loads, the sink makes
+those looks through it instead (:mod:`sparkmark.sinks.table`, one py4j round trip each) and
+comes back to a :class:`TableHandle` for any other answer.
 
 Example::
 

@@ -19,6 +19,11 @@ removes it and its files with the rest of the table's old snapshots.  Rollback
 (:func:`remove_table_run`) drops the data files a run published, in one table commit, or
 refuses when later snapshots rewrote them.
 
+On classic sessions the steps on the table (its checks, the staged append, the staged
+snapshot's lookup, the fast-forward) run in the driver JVM through
+``java/SparkmarkTableHelper.java``, one py4j round trip each, with the same Iceberg and Spark
+calls as the py4j path here, which stays as the fallback (:class:`_JavaTarget`).
+
     n = write_table(run, df, "local.db.orders", transformation_ctx="sink")
 """
 from __future__ import annotations
