@@ -211,3 +211,30 @@ def test_without_the_jvm_helper_the_read_is_sparks_own(spark, pg, monkeypatch):
     with JdbcConnection(spark, url, {}, PG_DRIVER) as conn:
         assert load_on(spark, conn.java_connection, url, "wide", None,
                        {"driver": PG_DRIVER}) is None
+
+
+@pytest.mark.parametrize("closer", ["helper's thread", "in the call"])
+def test_the_runs_connection_ends_when_the_read_is_built(spark, pg, closer):
+    """The run's connection is closed when the ``with`` block ends: by the JVM helper's daemon
+    thread (``closeLater``, so the run does not wait for PgJDBC's close), or in the call where
+    there is no helper.  Either way the server's session is gone soon after and the Java
+    connection reports itself closed."""
+    import time
+
+    engine, url = pg
+    name = f"sm-close-{next(_counter)}"
+    sessions = sa.text("SELECT count(*) FROM pg_stat_activity WHERE application_name = :n")
+    with JdbcConnection(spark, url, {"ApplicationName": name}, PG_DRIVER) as conn:
+        if closer == "in the call":
+            conn._link._helper = None
+        jconn = conn.java_connection
+        with engine.connect() as c:
+            assert c.execute(sessions, {"n": name}).scalar() == 1
+    deadline = time.monotonic() + 10
+    while True:
+        with engine.connect() as c:
+            left = c.execute(sessions, {"n": name}).scalar()
+        if (left == 0 and jconn.isClosed()) or time.monotonic() > deadline:
+            break
+        time.sleep(0.02)
+    assert left == 0 and jconn.isClosed()
