@@ -44,6 +44,9 @@ DDL = [
     "CREATE TABLE other.a_b (z text PRIMARY KEY, w int)",
     "CREATE TABLE \"CamelT\" (\"Id\" int PRIMARY KEY)",
     "CREATE TABLE nokey (a int, b text)",
+    "CREATE DOMAIN nnint AS integer NOT NULL",
+    "CREATE TABLE ident (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, "
+    "s serial, q nnint, r posint NOT NULL, t text DEFAULT 'x', u integer NOT NULL)",
 ]
 
 
@@ -66,7 +69,8 @@ def _helper(spark):
 PATTERNS = [(None, "wide"), ("public", "wide"), (None, "multi"), (None, "wide\\_v"),
             (None, "parted"), (None, "parted\\_1"), (None, "a\\_b"), (None, "a_b"),
             ("other", "a\\_b"), (None, "CamelT"), (None, "camelt"), (None, "nokey"),
-            (None, "no_such_table"), ("nope", "wide"), (None, "%"), ("", "multi")]
+            (None, "no_such_table"), ("nope", "wide"), (None, "%"), ("", "multi"),
+            (None, "ident")]
 
 
 @pytest.mark.parametrize("schema,name", PATTERNS)
@@ -160,3 +164,62 @@ def test_a_connection_that_is_not_pgjdbcs_is_asked_by_getcolumns(spark):
         assert [c[0] for cols in found.values() for c in cols] == ["ID", "NAME"]
         (key,) = found
         assert link.primary_key(*key) == ["ID"]
+
+
+#: what PgJDBC's ResultSetMetaData answers from its own catalog query (FieldMetadata)
+_RSMD = ("getColumnName", "getColumnTypeName", "isNullable", "isAutoIncrement",
+         "getBaseColumnName", "getBaseTableName", "getBaseSchemaName")
+
+
+def _rsmd(jconn, quoted: str) -> list[tuple]:
+    st = jconn.createStatement()
+    try:
+        md = st.executeQuery(f"SELECT * FROM {quoted} WHERE 1=0").getMetaData()
+        return [tuple(getattr(md, m)(i) for m in _RSMD)
+                for i in range(1, md.getColumnCount() + 1)]
+    finally:
+        st.close()
+
+
+def _backend_pid(jconn) -> int:
+    st = jconn.createStatement()
+    try:
+        rs = st.executeQuery("SELECT pg_backend_pid()")
+        rs.next()
+        return int(rs.getInt(1))
+    finally:
+        st.close()
+
+
+@pytest.mark.parametrize("schema,name,quoted", [
+    ("public", "wide", '"wide"'), ("public", "ident", '"ident"'), ("public", "multi", '"multi"'),
+    ("public", "wide_v", '"wide_v"'), ("public", "parted", '"parted"'),
+    ("other", "a\\_b", '"other"."a_b"'), ("public", "CamelT", '"CamelT"'),
+    ("public", "nokey", '"nokey"')])
+def test_pgjdbc_answers_its_column_metadata_from_the_rows_the_query_shared(
+        spark, pg, pg_server, schema, name, quoted):
+    """pgTableColumns puts what it read into PgJDBC's field metadata cache (issue 26: Spark's
+    schema query made PgJDBC read the same catalog rows again). On that connection PgJDBC's
+    ResultSetMetaData answers exactly what it answers on a fresh one from its own query
+    (names, base table and schema, nullability of NOT NULL columns and NOT NULL domains,
+    auto-increment of identity and serial columns, hence the serial type names), and it no
+    longer sends that query (the server's statement log of the connection's backend)."""
+    _, url = pg
+    helper = _helper(spark)
+    with JdbcConnection(spark, url, {}, PG_DRIVER) as fresh:
+        want = _rsmd(fresh.java_connection, quoted)
+    with JdbcConnection(spark, url, {}, PG_DRIVER) as conn:
+        jconn = conn.java_connection
+        pid = _backend_pid(jconn)
+        helper.pgTableColumns(jconn, schema, name)
+        got = _rsmd(jconn, quoted)
+    assert got == want
+    if name == "ident":
+        by = {c[0]: c for c in got}
+        assert by["id"][3] and by["s"][1] == "serial" and by["s"][3]  # identity, serial
+        assert by["q"][2] == 0 and by["r"][2] == 0 and by["u"][2] == 0  # columnNoNulls
+        assert by["t"][2] == 1 and not by["t"][3]  # nullable, a default but no sequence
+    log = (pg_server.root / "log").read_text(errors="replace")
+    mine = [line for line in log.splitlines() if f"[{pid}]" in line]
+    assert any("SELECT * FROM" in line for line in mine), "the statement log has no entry"
+    assert not any("a.attnotnull OR (t.typtype" in line for line in mine)
