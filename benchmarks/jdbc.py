@@ -143,7 +143,10 @@ def main(argv=None) -> int:
                     # each sparkmark run against the plain read next to it: steadier between
                     # runs of the benchmark than the ratio of the two medians
                     "ratio_paired_median": round(statistics.median(
-                        o / p for o, p in zip(ours, plain)), 2)}
+                        o / p for o, p in zip(ours, plain)), 2),
+                    # every trial, in order (plain read first in odd trials)
+                    "sparkmark_runs_s": [round(x, 4) for x in ours],
+                    "plain_runs_s": [round(x, 4) for x in plain]}
             print(f"  sparkmark vs plain predicate read (K={k:,}): median "
                   f"{peer['sparkmark_median_s']:.3f}s vs {peer['plain_median_s']:.3f}s = "
                   f"{peer['ratio_median']} (best {peer['ratio_best']}, median of paired "
