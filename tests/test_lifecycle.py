@@ -218,6 +218,37 @@ def test_corrupt_state_row_names_job_and_version(state_url, clock):
     Job(None, state=state_url, clock=clock).init("orders", EN).commit()
 
 
+def test_a_missing_current_version_names_job_and_version(state_url, clock):
+    """The run's start reads the job row and its current version in one statement (issue 26);
+    a version row that is gone is still one clear error, and nothing starts."""
+    _run(state_url, clock, elements={"src": {"high": 1}})
+    engine = sa.create_engine(state_url)
+    with engine.begin() as conn:
+        conn.execute(sa.text("DELETE FROM sm_bookmark_versions WHERE job_name = 'orders'"))
+    engine.dispose()
+    before = len(_ledger(state_url))
+    with pytest.raises(StateCorruptError, match=r"job 'orders' points at bookmark version 1, "
+                                                r"which is missing; reset the bookmark"):
+        Job(None, state=state_url, clock=clock).init("orders", EN)
+    assert len(_ledger(state_url)) == before  # no ledger row, no lease taken
+    assert Bookmarks(state_url).reset("orders") == 2  # and the way out works
+    _, seen = _run(state_url, clock, elements={"src": {"high": 2}})
+    assert seen["src"].previous is None  # the reset bookmark: read from the start
+
+
+@pytest.mark.parametrize("table", ["sm_meta", "sm_jobs"])
+def test_a_store_emptied_between_runs_is_refused_at_the_start(state_url, clock, table):
+    """The store's identity comes with the job row (issue 26): a table of it dropped since this
+    process opened the store still stops the next run with the store's message."""
+    from sparkmark.errors import StateStoreError
+    _run(state_url, clock, elements={"src": {"high": 1}})
+    job = Job(None, state=state_url, clock=clock)  # opened before the tables were dropped
+    with job.store.engine.begin() as conn:
+        conn.execute(sa.text(f"DROP TABLE {table}"))
+    with pytest.raises(StateStoreError, match="was emptied or truncated after this run opened"):
+        job.init("orders", EN)
+
+
 def test_every_version_is_kept_as_json(state_url, clock):
     for i in range(5):
         _run(state_url, clock, elements={"src": {"high": i}})

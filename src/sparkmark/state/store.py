@@ -14,7 +14,7 @@ import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, NoReturn
 
 import sqlalchemy as sa
 from sqlalchemy import bindparam, event, select
@@ -38,9 +38,23 @@ _Q_JOB_LOCKED = _Q_JOB.with_for_update()
 _Q_JOB_NOWAIT = _Q_JOB.with_for_update(nowait=True)
 _Q_VERSION = select(versions).where(versions.c.job_name == bindparam("b_job"),
                                     versions.c.version == bindparam("b_version"))
+#: the job row (locked) with the store's id, and for begin its current bookmark's state: the
+#: store identity check and the version read cost no statement of their own (issue 26; two
+#: statements of Python and SQLite each at begin, one at commit)
+_STORE_ID_COLUMN = select(schema.meta.c.value).where(
+    schema.meta.c.key == "store_id").scalar_subquery().label("sm_store_id")
+_Q_COMMIT_JOB = select(jobs, _STORE_ID_COLUMN).where(
+    jobs.c.job_name == bindparam("b_job")).with_for_update()
+_Q_BEGIN_JOB = select(jobs, _STORE_ID_COLUMN, select(versions.c.state).where(
+    versions.c.job_name == jobs.c.job_name,
+    versions.c.version == jobs.c.current_version).scalar_subquery().label(
+    "sm_version_state")).where(jobs.c.job_name == bindparam("b_job")).with_for_update()
 _U_JOB = jobs.update().where(jobs.c.job_name == bindparam("b_job"))
 _U_RUN = runs.update().where(runs.c.run_id == bindparam("b_run"))
 _I_RUN = runs.insert()
+#: the per-file audit past its retention, deleted at every commit
+_D_OLD_FILES = files.delete().where(files.c.job_name == bindparam("b_job"),
+                                    files.c.read_ts < bindparam("b_before"))
 _I_VERSION = versions.insert()
 #: SQLite page cache of a writing store, in KiB
 SQLITE_CACHE_KIB = 32_768
@@ -51,10 +65,13 @@ _Q_TARGET = select(targets.c.job_name, targets.c.target).where(
     targets.c.target_hash == bindparam("b_hash"))
 _I_TARGET = targets.insert()
 # no ORDER BY: with one, SQLite walks the job's whole history in ix_sm_runs_job's order instead
-# of looking the few runs up in ix_sm_runs_publish (21 ms at 50,000 runs); sorted in Python
+# of looking the few runs up in ix_sm_runs_publish (21 ms at 50,000 runs); sorted in Python.
+# The states are written into the SQL: an IN of bound values is expanded anew at every
+# execution (~80 us of Python at every run's begin, issue 26)
 _Q_TO_RECOVER = select(runs).where(
     runs.c.job_name == bindparam("b_job"),
-    runs.c.publish_state.in_((PublishState.PENDING, PublishState.STAGED, PublishState.REMOVING)),
+    runs.c.publish_state.in_([sa.literal_column(f"'{PublishState(s).value}'") for s in (
+        PublishState.PENDING, PublishState.STAGED, PublishState.REMOVING)]),
     runs.c.status != RunStatus.RUNNING)
 
 _RUN_COLUMNS = frozenset(runs.c.keys())
@@ -259,6 +276,13 @@ _ENGINES: dict[str, tuple[Engine, Any, str | None]] = {}
 _ENGINES_LOCK = threading.Lock()
 
 
+def _missing_table(error: DBAPIError) -> bool:
+    """Whether the database said a table does not exist (SQLite, PostgreSQL)."""
+    orig = getattr(error, "orig", None)
+    code = getattr(orig, "sqlstate", None) or getattr(orig, "pgcode", None)
+    return code == "42P01" or "no such table" in str(orig).lower()
+
+
 def _sqlite_identity(engine: Engine) -> Any:
     """(device, inode) of a SQLite database file; None for other databases."""
     if engine.url.get_backend_name() != "sqlite" or engine.url.database in (None, "", ":memory:"):
@@ -400,27 +424,49 @@ class StateStore:
     def check_same_store(self, conn: Connection) -> None:
         """Refuse to go on when the store is no longer the one this object opened: its SQLite
         file was deleted, truncated or replaced (or the database recreated) since."""
-        what = None
+        self._check_same_file()
+        try:  # no sm_meta table (emptied store): the driver's error, as None
+            found = schema.read_store_id(conn)
+        except DBAPIError:
+            found = None
+        self._check_store_id(found)
+
+    def _check_same_file(self) -> None:
         if self.file_identity is not None:
             now = _sqlite_identity(self.engine)
             if now == "missing":
-                what = "was deleted"
+                self._refuse_changed("was deleted")
             elif now != self.file_identity:
-                what = "was replaced by another file"
-        if what is None:
-            try:  # no sm_meta table (emptied store): the driver's error, as None
-                found = schema.read_store_id(conn)
-            except DBAPIError:
-                found = None
-            if found != self.store_id:
-                what = ("was emptied or truncated" if found is None
-                        else "was replaced by another store")
-        if what is not None:
-            raise StateStoreError(
-                f"the state store {self.display_url} {what} after this run opened it; nothing "
-                "was committed. Restore it from a backup, or start the job again with a new "
-                "Job object to use the store that is there now (a new, empty store reads "
-                "everything again)")
+                self._refuse_changed("was replaced by another file")
+
+    def _check_store_id(self, found: str | None) -> None:
+        if found != self.store_id:
+            self._refuse_changed("was emptied or truncated" if found is None
+                                 else "was replaced by another store")
+
+    def _refuse_changed(self, what: str) -> NoReturn:
+        raise StateStoreError(
+            f"the state store {self.display_url} {what} after this run opened it; nothing "
+            "was committed. Restore it from a backup, or start the job again with a new "
+            "Job object to use the store that is there now (a new, empty store reads "
+            "everything again)")
+
+    def _checked_job(self, conn: Connection, job_name: str, query: Any) -> Any:
+        """The job row under its lock (``_Q_BEGIN_JOB`` or ``_Q_COMMIT_JOB``), ``None`` when
+        there is none, once :meth:`check_same_store` holds, in one statement: the store's id
+        comes with the row, and only a store without the job asks for it on its own."""
+        self._check_same_file()
+        try:
+            job = conn.execute(query, {"b_job": job_name}).first()
+        except DBAPIError as e:
+            if _missing_table(e):  # sm_meta or sm_jobs dropped: the store was emptied
+                self._refuse_changed("was emptied or truncated")
+            raise
+        if job is None:
+            self.check_same_store(conn)
+        else:
+            self._check_store_id(job.sm_store_id)
+        return job
 
     # ------------------------------------------------------------------ engine & errors
     def _engine_key(self) -> str:
@@ -584,16 +630,22 @@ class StateStore:
                 yield conn
 
     # ------------------------------------------------------------------ decoding
-    def _version_from_row(self, row: Any) -> BookmarkVersion:
+    @staticmethod
+    def _state(job_name: str, version: int, text: Any) -> dict[str, Any]:
+        """A bookmark version's state, decoded; a clear error when it is not a JSON object."""
         try:
-            state = json.loads(row.state)
+            state = json.loads(text)
             if not isinstance(state, dict):
                 raise ValueError("not a JSON object")
         except (ValueError, TypeError) as e:
             raise StateCorruptError(
-                f"bookmark of job {row.job_name!r} version {row.version} is corrupt ({e}); "
-                f"rewind with 'sparkmark bookmark reset {row.job_name} --run-id RUN' to an "
+                f"bookmark of job {job_name!r} version {version} is corrupt ({e}); "
+                f"rewind with 'sparkmark bookmark reset {job_name} --run-id RUN' to an "
                 "earlier run, or reset it") from None
+        return state
+
+    def _version_from_row(self, row: Any) -> BookmarkVersion:
+        state = self._state(row.job_name, row.version, row.state)
         return BookmarkVersion(
             job_name=row.job_name, version=row.version, kind=row.kind, run_id=row.run_id,
             previous_run_id=row.previous_run_id, source_run_id=row.source_run_id,
@@ -622,10 +674,14 @@ class StateStore:
             return self._empty_version(job)
         row = conn.execute(_Q_VERSION, {"b_job": job.job_name, "b_version": version}).first()
         if row is None:
-            raise StateCorruptError(
-                f"job {job.job_name!r} points at bookmark version {version}, which is missing; "
-                f"reset the bookmark ('sparkmark bookmark reset {job.job_name}')")
+            self._refuse_missing_version(job.job_name, version)
         return self._version_from_row(row)
+
+    @staticmethod
+    def _refuse_missing_version(job_name: str, version: int) -> NoReturn:
+        raise StateCorruptError(
+            f"job {job_name!r} points at bookmark version {version}, which is missing; "
+            f"reset the bookmark ('sparkmark bookmark reset {job_name}')")
 
     def _version_of_run(self, conn: Connection, job_name: str, run_id: str) -> BookmarkVersion:
         row = conn.execute(select(versions).where(
@@ -668,14 +724,13 @@ class StateStore:
                    snapshot_ts: int, lease_ms: int, pid: int, host: str,
                    ledger: dict[str, Any]) -> RunStart:
         with self.engine.begin() as conn:
-            self.check_same_store(conn)
-            job = self._job_row(conn, job_name, lock=True)
+            job = self._checked_job(conn, job_name, _Q_BEGIN_JOB)
             if job is None:
                 self._refuse_orphans(conn, job_name)
                 conn.execute(jobs.insert().values(
                     job_name=job_name, current_version=0, run_number=0, attempt=0,
                     created_ts=now))
-                job = self._job_row(conn, job_name, lock=True)
+                job = conn.execute(_Q_BEGIN_JOB, {"b_job": job_name}).first()
             taken_over: list[dict[str, Any]] = []
             attempt = job.attempt
             if job.active_run_id is not None:
@@ -698,7 +753,11 @@ class StateStore:
                 if old is not None:
                     taken_over.append(dict(old._mapping))
                 attempt += 1
-            version = self._version(conn, job, job.current_version)
+            state: dict[str, Any] = {}
+            if job.current_version:  # its state came with the job row
+                if job.sm_version_state is None:
+                    self._refuse_missing_version(job_name, job.current_version)
+                state = self._state(job_name, job.current_version, job.sm_version_state)
             conn.execute(_U_JOB, {
                 "b_job": job_name, "active_run_id": run_id,
                 "lease_host": lease_token(host, pid), "lease_pid": pid,
@@ -710,7 +769,7 @@ class StateStore:
                 "snapshot_ts": snapshot_ts, "host": host, "pid": pid, **_run_fields(ledger)})
             return RunStart(run_id=run_id, job_name=job_name, run_number=job.run_number + 1,
                             attempt=attempt, start_version=job.current_version,
-                            state=version.state, previous_run_id=job.last_run_id,
+                            state=state, previous_run_id=job.last_run_id,
                             taken_over=taken_over,
                             to_recover=self._runs_to_recover(conn, job_name))
 
@@ -740,8 +799,9 @@ class StateStore:
             raise ValueError(f"commit_run takes SUCCEEDED or EMPTY, not {status!r}")
         status = RunStatus(status).value
         with self.tx("commit") as conn:
-            self.check_same_store(conn)
-            job = self._require_job(conn, job_name, lock=True)
+            job = self._checked_job(conn, job_name, _Q_COMMIT_JOB)
+            if job is None:
+                self._require_job(conn, job_name)  # raises UnknownJobError
             if job.active_run_id != run_id:
                 raise BookmarkConflictError(
                     f"run {run_id} of job {job_name!r} no longer holds the job's lease "
@@ -769,8 +829,7 @@ class StateStore:
                 "b_run": run_id, "status": status, "run_end_ts": now, "end_version": version,
                 **_run_fields(fields)})
             if files_keep_ms is not None:
-                conn.execute(files.delete().where(files.c.job_name == job_name,
-                                                  files.c.read_ts < now - files_keep_ms))
+                conn.execute(_D_OLD_FILES, {"b_job": job_name, "b_before": now - files_keep_ms})
             large: bool | None = None
             for ctx, read in files_read or ():
                 if large is None and len(read) >= AUDIT_SORT_READ:
