@@ -201,3 +201,24 @@ def test_store_emptied_mid_run_refuses_the_commit(state_url):
         conn.execute(sa.text("DROP TABLE sm_meta"))
     with pytest.raises(StateStoreError, match="was emptied or truncated"):
         job.commit()
+
+
+def test_one_thread_renews_the_lease_of_every_live_run(state_url):
+    """Issue 26: no thread per run; the process's lease thread renews each run's lease every
+    third of its length, and a stopped run's lease no more."""
+    import threading
+    jobs_ = [Job(None, state=state_url, lease_ms=lease).init(f"beat{i}", EN)
+             for i, lease in enumerate((600, 900, 600))]
+    store = jobs_[0].store
+    first = [store.job_row(f"beat{i}")["lease_expires_ts"] for i in range(3)]
+    jobs_[2]._heartbeat.stop()
+    time.sleep(1.0)
+    later = [store.job_row(f"beat{i}")["lease_expires_ts"] for i in range(3)]
+    assert later[0] > first[0] and later[1] > first[1]  # renewed, each on its own schedule
+    assert later[2] == first[2]                         # stopped: not renewed
+    names = [t.name for t in threading.enumerate()]
+    assert names.count("sparkmark-leases") == 1 and not any(
+        n.startswith("sparkmark-lease-") for n in names), names
+    for job in jobs_[:2]:
+        job.commit()
+    assert all(store.job_row(f"beat{i}")["active_run_id"] is None for i in range(2))

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 
 from . import compat
 from .clock import Clock, checked_now, system_clock
-from .errors import (BookmarkConflictError, ConfigError, JobStateError, SparkmarkError,
+from .errors import (BookmarkConflictError, ConfigError, JobStateError,
                      StateCorruptError, StateStoreError, UnknownJobError)
 from .gcpause import gc_paused
 from .jvm import jdbc_read_error, quick_acks
@@ -44,6 +44,7 @@ from .sources.files import read_files
 from .sources.jdbc import read_jdbc
 from .sources.table import read_table
 from .state import StateStore, open_store
+from .state.heartbeat import Heartbeat
 from .state.lease import DEFAULT_LEASE_MS
 from .status import PublishState, RunStatus
 
@@ -169,7 +170,7 @@ class Job:
         self._records_written = 0
         self._config_extra: dict[str, Any] = {}
         self._active = False
-        self._heartbeat: _Heartbeat | None = None
+        self._heartbeat: Heartbeat | None = None
         self._commit_checks: list[Callable[[], None]] = []
         self._concurrent_checks: list[Callable[[], None]] = []
         self._files_read: list[tuple[str | None, Sequence[FileRead]]] = []
@@ -293,7 +294,7 @@ class Job:
         self._from_state, self._to_state = from_state, to_state
         self._config_extra = extra
         self._active = True
-        self._heartbeat = _Heartbeat(self)
+        self._heartbeat = Heartbeat(self)  # renewed by the process's lease thread
         try:
             publish_.recover_job_outputs(self.spark, self.store, name, rows=start.to_recover)
         except BaseException as e:
@@ -780,40 +781,6 @@ class _EarlyAudit:
         """The same rows written once more, by a new thread (after their ctx's rows were
         deleted for another read's sake)."""
         return _EarlyAudit(*self._args)
-
-
-class _Heartbeat:
-    """Renews the run's lease every third of its length until the run ends, or until the Job
-    object is gone (dropped without commit or fail): it holds the Job only weakly, so a run
-    nobody can finish any more lets its lease expire instead of holding it forever."""
-
-    def __init__(self, job: Job):
-        import weakref
-        self._job = weakref.ref(job)
-        self._name, self._run_id, _ = job.run_identity()
-        self._store = job.store
-        self._clock, self._lease_ms = job.clock, job.lease_ms
-        self._stop = threading.Event()
-        self.lost = False
-        self._thread = threading.Thread(target=self._loop, name=f"sparkmark-lease-{job.run_id}",
-                                        daemon=True)
-        self._thread.start()
-
-    def _loop(self) -> None:
-        interval = max(self._lease_ms / 3000.0, 0.05)
-        while not self._stop.wait(interval):
-            if self._job() is None:
-                return  # the Job was garbage-collected: stop renewing
-            try:
-                if not self._store.heartbeat(self._name, self._run_id, self._clock(),
-                                             self._lease_ms):
-                    self.lost = True
-                    return
-            except SparkmarkError:
-                continue  # transient; the lease may still be renewed next time
-
-    def stop(self) -> None:
-        self._stop.set()
 
 
 def _error_text(error: BaseException) -> str:
