@@ -250,6 +250,19 @@ class JdbcConnection:
                               f"{self._link.message(e)} (SQL: {sql[:500]}); check the table and "
                               "the key columns") from None
 
+    def ask_ahead(self, sql: str, columns: int) -> None:
+        """A :meth:`query` this connection will be asked next, sent with its next table
+        lookup (:meth:`resolve_table`) where the driver allows (PostgreSQL through the driver
+        JVM: one round trip, issue 26); ``query(sql, columns)`` of exactly that SQL then
+        answers from it, once. Elsewhere, or when it fails, nothing changes: the query runs
+        when asked.
+
+        Example: ``conn.ask_ahead(sql, 1); tref = conn.resolve_table("emp"); conn.query(sql, 1)``
+        """
+        ask = getattr(self._link, "ask_ahead", None)
+        if ask is not None:
+            ask(sql, columns)
+
     def limit_one(self, sql: str) -> str:
         if re.search(r"mysql|mariadb|sqlite|h2", self.product, re.I):
             return sql + " LIMIT 1"
@@ -409,6 +422,9 @@ class _JvmLink:
         self._metadata: Any = None
         #: primary keys learnt with the columns (PostgreSQL), by (catalog, schema, table)
         self._keys: dict[tuple[str | None, str | None, str], list[str]] = {}
+        #: a query asked ahead (ask_ahead), and the answers of those that ran, by (sql, columns)
+        self._ahead: tuple[str, int] | None = None
+        self._answers: dict[tuple[str, int], list[list[str | None]]] = {}
         kept = [[k, v] for k, v in props.items() if k.lower() not in _SPARK_ONLY]
         try:
             if self._helper is not None:  # the properties as text: one round trip
@@ -470,7 +486,17 @@ class _JvmLink:
         return re.sub(r"([_%])", lambda m: self._escape + m.group(1),
                       name.replace(self._escape, self._escape * 2))
 
+    def ask_ahead(self, sql: str, columns: int) -> None:
+        """Run ``sql`` (its first row of ``columns`` values) with the next catalog read, in its
+        round trip, where that read is PostgreSQL's one query; :meth:`query` of exactly this SQL
+        then answers from it, once (issue 26: the upper-bound query of an incremental run)."""
+        self._ahead = (sql, columns)
+
     def query(self, sql: str, columns: int | None = None) -> list[list[str | None]]:
+        if self._answers:
+            known = self._answers.pop((sql, -1 if columns is None else columns), None)
+            if known is not None:
+                return known
         if self._helper is not None:
             return _decode_rows(self._helper.firstRow(self._conn, sql,
                                                       -1 if columns is None else columns))
@@ -516,10 +542,20 @@ class _JvmLink:
         """The columns of every table ``getColumns`` matches (``schema``/``name`` as escaped
         patterns), by (catalog, schema, table), in the driver's order."""
         out: dict[tuple[str | None, str | None, str], list[tuple[str, int, str]]] = {}
+        ahead, self._ahead = self._ahead, None
         if self._helper is not None and self.product == "PostgreSQL":
             try:  # one narrower catalog query answers getColumns and getPrimaryKeys (issue 26)
-                rows = _decode_rows(self._helper.pgTableColumns(
-                    self._conn, self._pattern(schema), self._pattern(name)))
+                if ahead is None:
+                    text = self._helper.pgTableColumns(self._conn, self._pattern(schema),
+                                                       self._pattern(name))
+                else:  # and the query asked ahead, in the same round trip
+                    text = self._helper.pgTableColumnsThen(
+                        self._conn, self._pattern(schema), self._pattern(name), *ahead)
+                    size, _, text = text.partition(":")
+                    if int(size) >= 0:
+                        self._answers[ahead] = _decode_rows(text[:int(size)])
+                        text = text[int(size):]
+                rows = _decode_rows(text)
             except Exception as e:  # noqa: BLE001 - not PgJDBC's connection: the general path
                 log.debug("PostgreSQL catalog query: %s; asking getColumns", java_message(e))
             else:

@@ -148,6 +148,8 @@ def resolve_on(conn: JdbcConnection, table: str, bm: SourceBookmark, keyopts: kr
     """:func:`resolve` on an open connection (``read_jdbc`` keeps it open for Spark's schema
     query).  Example: ``resolve_on(conn, "emp", bm, keyopts, own, ctx="emp_src")``"""
     order = keyopts.sort_order
+    if bm.mode is ReadMode.INCREMENTAL:
+        _ask_upper_ahead(conn, bm.previous, ctx=str(ctx))
     tref = conn.resolve_table(table)
     keys, types = _resolve_keys(conn, tref, keyopts.keys,
                                 required=bm.mode is not ReadMode.ALL)
@@ -318,19 +320,13 @@ def _upper_bound(conn: JdbcConnection, tref: TableRef, qcols: list[str], types: 
     database's own comparison (its collation); no row there while the table has keys means the
     new upper bound is behind ``last``.
     """
-    direction = "DESC" if order == kr.ASC else "ASC"
-    cols = ", ".join(qcols)
-    order_by = ", ".join(f"{c} {direction}" for c in qcols)
-
     def first(pred) -> list[str | None] | None:
-        sql = conn.limit_one(f"SELECT {cols} FROM {tref.quoted} WHERE "
-                             f"{kr.render(pred, qcols, types)} ORDER BY {order_by}")
-        rows = conn.query(sql, len(qcols))
+        rows = conn.query(_first_key_sql(conn, tref.quoted, qcols, types, order, pred),
+                          len(qcols))
         return rows[0] if rows else None
 
     nn = kr.not_null(len(qcols))
-    row = first(kr.and_(nn, kr.lex_after(last, order, inclusive=True)) if last is not None
-                else nn)
+    row = first(_upper_predicate(last, order, len(qcols)))
     if row is None and last is not None:
         behind = first(nn)
         if behind is not None:
@@ -352,6 +348,41 @@ def _upper_bound(conn: JdbcConnection, tref: TableRef, qcols: list[str], types: 
     if last is not None and _same_key(types, upper, last):
         return tuple(last)  # the same key, spelled another way (another driver or time zone)
     return upper
+
+
+def _upper_predicate(last: tuple | None, order: str, n: int) -> Any:
+    """The keys :func:`_upper_bound` looks among: non-NULL, at or after ``last``."""
+    nn = kr.not_null(n)
+    return kr.and_(nn, kr.lex_after(last, order, inclusive=True)) if last is not None else nn
+
+
+def _first_key_sql(conn: JdbcConnection, quoted_table: str, qcols: list[str], types: list[str],
+                   order: str, pred: Any) -> str:
+    """The query for the last key in ``order`` among the rows ``pred`` selects."""
+    direction = "DESC" if order == kr.ASC else "ASC"
+    order_by = ", ".join(f"{c} {direction}" for c in qcols)
+    return conn.limit_one(f"SELECT {', '.join(qcols)} FROM {quoted_table} WHERE "
+                          f"{kr.render(pred, qcols, types)} ORDER BY {order_by}")
+
+
+def _ask_upper_ahead(conn: JdbcConnection, element: Any, *, ctx: str) -> None:
+    """The upper-bound query this run sends when its table and keys are still those of the
+    committed ``element``, asked ahead (:meth:`JdbcConnection.ask_ahead`: with the catalog
+    read, in its round trip; issue 26). :func:`_upper_bound` builds its query from what the
+    database says now; only exactly the same SQL is answered from this one."""
+    if not isinstance(element, dict):
+        return
+    try:
+        keys, types = list(element["keys"]), list(element["key_types"])
+        order = element["sort_order"]
+        last = kr.read_element(element, ctx, keys, types, order)
+        schema, _, name = str(element["table"]).rpartition(".")
+        quoted = ".".join(conn.quote(p) for p in (schema, name) if p)
+        sql = _first_key_sql(conn, quoted, [conn.quote(k) for k in keys], types, order,
+                             _upper_predicate(last, order, len(keys)))
+    except Exception:  # noqa: BLE001 - an element this run cannot use: nothing asked ahead
+        return
+    conn.ask_ahead(sql, len(keys))
 
 
 def _same_key(types: list[str], a: tuple, b: tuple) -> bool:
