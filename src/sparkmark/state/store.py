@@ -38,21 +38,38 @@ _Q_JOB_LOCKED = _Q_JOB.with_for_update()
 _Q_JOB_NOWAIT = _Q_JOB.with_for_update(nowait=True)
 _Q_VERSION = select(versions).where(versions.c.job_name == bindparam("b_job"),
                                     versions.c.version == bindparam("b_version"))
-#: the job row (locked) with the store's id, and for begin its current bookmark's state: the
-#: store identity check and the version read cost no statement of their own (issue 26; two
-#: statements of Python and SQLite each at begin, one at commit)
+#: the job row (locked) with the store's id; for begin, its current bookmark's state and
+#: whether a run's output waits to be recovered; for commit, whether audit rows are past their
+#: retention: the store identity check, the version read, the recovery query and the retention
+#: DELETE cost no statement of their own when there is nothing for them (issue 26; at begin
+#: three statements of Python and SQLite, at commit two)
 _STORE_ID_COLUMN = select(schema.meta.c.value).where(
     schema.meta.c.key == "store_id").scalar_subquery().label("sm_store_id")
-_Q_COMMIT_JOB = select(jobs, _STORE_ID_COLUMN).where(
-    jobs.c.job_name == bindparam("b_job")).with_for_update()
+_RECOVERABLE: list[Any] = [sa.literal_column(f"'{PublishState(s).value}'") for s in (
+    PublishState.PENDING, PublishState.STAGED, PublishState.REMOVING)]
+# no ORDER BY: with one, SQLite walks the job's whole history in ix_sm_runs_job's order instead
+# of looking the few runs up in ix_sm_runs_publish (21 ms at 50,000 runs); sorted in Python.
+# The states are written into the SQL: an IN of bound values is expanded anew at every
+# execution (~80 us of Python at every run's begin, issue 26)
+_Q_TO_RECOVER = select(runs).where(
+    runs.c.job_name == bindparam("b_job"),
+    runs.c.publish_state.in_(_RECOVERABLE),
+    runs.c.status != RunStatus.RUNNING)
+
+_Q_COMMIT_JOB = select(jobs, _STORE_ID_COLUMN, sa.exists().where(
+    files.c.job_name == jobs.c.job_name, files.c.read_ts < bindparam("b_before")).label(
+    "sm_files_expired")).where(jobs.c.job_name == bindparam("b_job")).with_for_update()
 _Q_BEGIN_JOB = select(jobs, _STORE_ID_COLUMN, select(versions.c.state).where(
     versions.c.job_name == jobs.c.job_name,
     versions.c.version == jobs.c.current_version).scalar_subquery().label(
-    "sm_version_state")).where(jobs.c.job_name == bindparam("b_job")).with_for_update()
+    "sm_version_state"), sa.exists().where(
+    runs.c.job_name == jobs.c.job_name, runs.c.publish_state.in_(_RECOVERABLE),
+    runs.c.status != RunStatus.RUNNING).label("sm_to_recover")).where(
+    jobs.c.job_name == bindparam("b_job")).with_for_update()
 _U_JOB = jobs.update().where(jobs.c.job_name == bindparam("b_job"))
 _U_RUN = runs.update().where(runs.c.run_id == bindparam("b_run"))
 _I_RUN = runs.insert()
-#: the per-file audit past its retention, deleted at every commit
+#: the per-file audit past its retention, deleted at a commit that finds some
 _D_OLD_FILES = files.delete().where(files.c.job_name == bindparam("b_job"),
                                     files.c.read_ts < bindparam("b_before"))
 _I_VERSION = versions.insert()
@@ -64,16 +81,6 @@ _PLACEHOLDER = {"qmark": "?", "format": "%s", "pyformat": "%s"}
 _Q_TARGET = select(targets.c.job_name, targets.c.target).where(
     targets.c.target_hash == bindparam("b_hash"))
 _I_TARGET = targets.insert()
-# no ORDER BY: with one, SQLite walks the job's whole history in ix_sm_runs_job's order instead
-# of looking the few runs up in ix_sm_runs_publish (21 ms at 50,000 runs); sorted in Python.
-# The states are written into the SQL: an IN of bound values is expanded anew at every
-# execution (~80 us of Python at every run's begin, issue 26)
-_Q_TO_RECOVER = select(runs).where(
-    runs.c.job_name == bindparam("b_job"),
-    runs.c.publish_state.in_([sa.literal_column(f"'{PublishState(s).value}'") for s in (
-        PublishState.PENDING, PublishState.STAGED, PublishState.REMOVING)]),
-    runs.c.status != RunStatus.RUNNING)
-
 _RUN_COLUMNS = frozenset(runs.c.keys())
 
 
@@ -451,13 +458,13 @@ class StateStore:
             "Job object to use the store that is there now (a new, empty store reads "
             "everything again)")
 
-    def _checked_job(self, conn: Connection, job_name: str, query: Any) -> Any:
+    def _checked_job(self, conn: Connection, job_name: str, query: Any, **params: Any) -> Any:
         """The job row under its lock (``_Q_BEGIN_JOB`` or ``_Q_COMMIT_JOB``), ``None`` when
         there is none, once :meth:`check_same_store` holds, in one statement: the store's id
         comes with the row, and only a store without the job asks for it on its own."""
         self._check_same_file()
         try:
-            job = conn.execute(query, {"b_job": job_name}).first()
+            job = conn.execute(query, {"b_job": job_name, **params}).first()
         except DBAPIError as e:
             if _missing_table(e):  # sm_meta or sm_jobs dropped: the store was emptied
                 self._refuse_changed("was emptied or truncated")
@@ -767,11 +774,13 @@ class StateStore:
                 "attempt": attempt, "status": RunStatus.RUNNING, "bookmark_option": option,
                 "start_version": job.current_version, "run_start_ts": now,
                 "snapshot_ts": snapshot_ts, "host": host, "pid": pid, **_run_fields(ledger)})
+            # a run taken over just now was RUNNING when the job row was read
+            to_recover = (self._runs_to_recover(conn, job_name)
+                          if job.sm_to_recover or taken_over else [])
             return RunStart(run_id=run_id, job_name=job_name, run_number=job.run_number + 1,
                             attempt=attempt, start_version=job.current_version,
                             state=state, previous_run_id=job.last_run_id,
-                            taken_over=taken_over,
-                            to_recover=self._runs_to_recover(conn, job_name))
+                            taken_over=taken_over, to_recover=to_recover)
 
     def heartbeat(self, job_name: str, run_id: str, now: int, lease_ms: int) -> bool:
         """Renew the lease; False when this run no longer holds it."""
@@ -799,7 +808,8 @@ class StateStore:
             raise ValueError(f"commit_run takes SUCCEEDED or EMPTY, not {status!r}")
         status = RunStatus(status).value
         with self.tx("commit") as conn:
-            job = self._checked_job(conn, job_name, _Q_COMMIT_JOB)
+            job = self._checked_job(conn, job_name, _Q_COMMIT_JOB, b_before=(
+                None if files_keep_ms is None else now - files_keep_ms))
             if job is None:
                 self._require_job(conn, job_name)  # raises UnknownJobError
             if job.active_run_id != run_id:
@@ -828,7 +838,7 @@ class StateStore:
             conn.execute(_U_RUN, {
                 "b_run": run_id, "status": status, "run_end_ts": now, "end_version": version,
                 **_run_fields(fields)})
-            if files_keep_ms is not None:
+            if files_keep_ms is not None and job.sm_files_expired:
                 conn.execute(_D_OLD_FILES, {"b_job": job_name, "b_before": now - files_keep_ms})
             large: bool | None = None
             for ctx, read in files_read or ():
