@@ -11,13 +11,16 @@ the server, not through Spark) it measures:
 - peer (issue 26): the same K rows read by plain Spark with the same predicate
   (``id > a AND id <= b``), the same partitions and the same noop sink, against a whole
   sparkmark run (``Job.init``, the upper-bound query, the ranged read, ``commit``); the two are
-  measured alternately (each first in every other trial), ``--repeats`` each, best and median.
+  measured alternately (each first in every other trial), ``--peer-trials`` each (201: a single
+  read varies by +-20 % on this 2-CPU machine, and the median of 41 trials moved the ratio by
+  +-0.05 from one run to the next), best and median, and a bootstrap 95 % interval of the
+  median ratio. The table grows by K rows a trial.
 
 Goals: incremental(N largest) / incremental(N smallest) <= 1.5, full / incremental >= 20, and
 sparkmark / plain predicate read <= 1.10 (median).
 
     .venv/bin/python benchmarks/jdbc.py                      # N = 1M and 10M, K = 10k
-    .venv/bin/python benchmarks/jdbc.py --sizes 100000,1000000 --repeats 3
+    .venv/bin/python benchmarks/jdbc.py --sizes 100000,1000000 --repeats 3 --peer-trials 21
 """
 from __future__ import annotations
 
@@ -62,11 +65,29 @@ def _read(spark, state, url, table, option):
     return elapsed, info
 
 
+def _median_ratio_ci(ours: list[float], plain: list[float], resamples: int = 2000
+                     ) -> list[float]:
+    """A percentile bootstrap 95 % interval of median(ours) / median(plain), resampling whole
+    trials (a sparkmark run with the plain read next to it); seeded, so a results file can be
+    recomputed."""
+    import random
+    rng = random.Random(26)
+    n = len(ours)
+    ratios = []
+    for _ in range(resamples):
+        idx = [rng.randrange(n) for _ in range(n)]
+        ratios.append(statistics.median(ours[i] for i in idx) /
+                      statistics.median(plain[i] for i in idx))
+    ratios.sort()
+    return [round(ratios[int(0.025 * resamples)], 3), round(ratios[int(0.975 * resamples) - 1], 3)]
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="1000000,10000000")
     ap.add_argument("--new-rows", type=int, default=10_000)
     ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--peer-trials", type=int, default=201)
     ap.add_argument("--out", default=str(RESULTS))
     a = ap.parse_args(argv)
     sizes = [int(s) for s in a.sizes.split(",")]
@@ -114,7 +135,7 @@ def main(argv=None) -> int:
             # The first reader of freshly inserted rows pays PostgreSQL's hint bits, so the
             # two peers take turns at being first (plain first in odd trials).
             ours, plain = [], []
-            for i in range(a.repeats):
+            for i in range(a.peer_trials):
                 _load(engine, table, top + 1, top + k)
                 lo, top = top, top + k
 
@@ -144,13 +165,16 @@ def main(argv=None) -> int:
                     # runs of the benchmark than the ratio of the two medians
                     "ratio_paired_median": round(statistics.median(
                         o / p for o, p in zip(ours, plain)), 2),
+                    "ratio_median_ci95": _median_ratio_ci(ours, plain),
+                    "trials": len(ours),
                     # every trial, in order (plain read first in odd trials)
                     "sparkmark_runs_s": [round(x, 4) for x in ours],
                     "plain_runs_s": [round(x, 4) for x in plain]}
-            print(f"  sparkmark vs plain predicate read (K={k:,}): median "
+            print(f"  sparkmark vs plain predicate read (K={k:,}, {len(ours)} trials): median "
                   f"{peer['sparkmark_median_s']:.3f}s vs {peer['plain_median_s']:.3f}s = "
-                  f"{peer['ratio_median']} (best {peer['ratio_best']}, median of paired "
-                  f"trials {peer['ratio_paired_median']})", flush=True)
+                  f"{peer['ratio_median']} (95 % interval {peer['ratio_median_ci95']}, best "
+                  f"{peer['ratio_best']}, median of paired trials "
+                  f"{peer['ratio_paired_median']})", flush=True)
             med = statistics.median(inc)
             print(f"  incremental (K={k:,}) median {med:.3f}s of {[round(x, 3) for x in inc]}",
                   flush=True)
