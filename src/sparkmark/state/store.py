@@ -7,6 +7,7 @@ transaction starts with ``BEGIN IMMEDIATE`` so that writers queue instead of dea
 """
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import os
@@ -393,11 +394,19 @@ def open_store(state: str | None = None, *, create: bool = True) -> "StateStore"
     return StateStore(resolve_state_url(state), create=create)
 
 
+@functools.lru_cache(maxsize=64)
+def _url(url: str) -> Any:
+    """``make_url(url)``, parsed once per process (a ``URL`` is immutable; issue 26: every
+    ``Job()`` parsed its state URL twice, ~40 us)."""
+    return make_url(url)
+
+
+@functools.lru_cache(maxsize=64)
 def redact(url: str) -> str:
     """The URL with any password masked, for messages."""
     from ..secrets import mask_url
     try:
-        return mask_url(make_url(url).render_as_string(hide_password=True))
+        return mask_url(_url(url).render_as_string(hide_password=True))
     except Exception:
         return "<unparseable URL>"
 
@@ -510,7 +519,7 @@ class StateStore:
         """A state file that exists but is empty was truncated (or created by something else):
         creating a schema in it would silently restart every bookmark from nothing."""
         try:
-            path = _sqlite_path(make_url(self.url))
+            path = _sqlite_path(_url(self.url))
         except ArgumentError:
             return
         if path is None:
