@@ -97,11 +97,18 @@ def main(argv=None) -> int:
     server = start_postgres()
     spark = local_session("sparkmark-bench-jdbc")
     spark_version = spark.version
+    versions: dict[str, str | None] = {}
     state = f"sqlite:///{tempfile.mkdtemp(prefix='sm-bench-')}/state.db"
     rows = []
     try:
         engine = sa.create_engine(server.create_database("bench"))
         url = f"jdbc:postgresql://127.0.0.1:{server.port}/bench?user=postgres"
+        with engine.connect() as c:
+            versions["postgresql"] = c.execute(sa.text("SHOW server_version")).scalar()
+        try:
+            versions["pgjdbc"] = str(spark._jvm.org.postgresql.util.DriverInfo.DRIVER_VERSION)
+        except Exception:  # noqa: BLE001 - the figure is informative only
+            versions["pgjdbc"] = None
         with engine.begin() as c:  # warm up the JVM and the JDBC path before measuring
             c.execute(sa.text("CREATE TABLE warmup (id bigint PRIMARY KEY, payload text, "
                               "amount numeric(10,2), created timestamp)"))
@@ -205,7 +212,7 @@ def main(argv=None) -> int:
               "machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0],
                           "platform": platform.platform(), "load_avg_start": load_start,
                           "load_avg": list(os.getloadavg()),
-                          "spark": spark_version},
+                          "spark": spark_version, **versions},
               "note": "full = bookmark-disabled read of every row (noop sink); incremental = "
                       "median enabled run after K new rows, including Job init/commit on a "
                       "SQLite state store"}
