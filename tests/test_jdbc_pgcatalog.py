@@ -254,8 +254,8 @@ def test_a_query_asked_ahead_is_answered_once_from_the_catalog_round_trip(spark,
 @pytest.mark.parametrize("table,keys,order,insert", [
     ("multi", None, "asc", "INSERT INTO multi (region, seq, day) SELECT 'r' || g, g, "
                            "DATE '2024-01-01' + :base + g FROM generate_series(1, 3) g"),
-    ("other.a_b", None, "asc", "INSERT INTO other.a_b (z, w) SELECT 'k' || lpad((:base + g)::text, 4, '0'), g "
-                               "FROM generate_series(1, 3) g"),
+    ("other.a_b", None, "asc", "INSERT INTO other.a_b (z, w) SELECT 'k' || "
+                               "lpad((:base + g)::text, 4, '0'), g FROM generate_series(1, 3) g"),
     ("camelt", None, "asc", 'INSERT INTO "CamelT" ("Id") SELECT :base + g '
                             "FROM generate_series(1, 3) g"),
     ("nokey", ["a"], "desc", "INSERT INTO nokey (a, b) SELECT 1000 - :base - g, 'x' "
