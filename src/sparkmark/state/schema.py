@@ -193,16 +193,17 @@ def current_schema_version(conn: Connection) -> int | None:
             f"({SCHEMA_VERSION}) in table sm_meta, or restore the store from a backup") from None
 
 
+#: the store's id in ``sm_meta`` (one row), for every reader of it
+STORE_ID_QUERY = select(meta.c.value).where(meta.c.key == "store_id")
+
+
 def store_id(conn: Connection) -> str | None:
     """The store's identity: a random id written once when the store is created, so a run can
     tell at commit that it still talks to the store it began on (not a deleted, truncated or
     replaced file)."""
     if not inspect(conn).has_table("sm_meta"):
         return None
-    return conn.execute(select(meta.c.value).where(meta.c.key == "store_id")).scalar()
-
-
-_STORE_ID = select(meta.c.value).where(meta.c.key == "store_id")
+    return conn.execute(STORE_ID_QUERY).scalar()
 
 
 def read_store_id(conn: Connection) -> str | None:
@@ -210,11 +211,11 @@ def read_store_id(conn: Connection) -> str | None:
     commit checks): a missing ``sm_meta`` table raises the driver's error (``DBAPIError``)
     instead of being looked up first (the reflection cost a query and ~0.4 ms of Python on
     every begin and commit, issue 26)."""
-    return conn.execute(_STORE_ID).scalar()
+    return conn.execute(STORE_ID_QUERY).scalar()
 
 
 def _ensure_store_id(conn: Connection) -> None:
-    if conn.execute(select(meta.c.value).where(meta.c.key == "store_id")).scalar() is None:
+    if conn.execute(STORE_ID_QUERY).scalar() is None:
         import uuid
         conn.execute(meta.insert().values(key="store_id", value=uuid.uuid4().hex))
 

@@ -44,8 +44,7 @@ _Q_VERSION = select(versions).where(versions.c.job_name == bindparam("b_job"),
 #: retention: the store identity check, the version read, the recovery query and the retention
 #: DELETE cost no statement of their own when there is nothing for them (issue 26; at begin
 #: three statements of Python and SQLite, at commit two)
-_STORE_ID_COLUMN = select(schema.meta.c.value).where(
-    schema.meta.c.key == "store_id").scalar_subquery().label("sm_store_id")
+_STORE_ID_COLUMN = schema.STORE_ID_QUERY.scalar_subquery().label("sm_store_id")
 _RECOVERABLE: list[Any] = [sa.literal_column(f"'{PublishState(s).value}'") for s in (
     PublishState.PENDING, PublishState.STAGED, PublishState.REMOVING)]
 # no ORDER BY: with one, SQLite walks the job's whole history in ix_sm_runs_job's order instead
