@@ -90,6 +90,10 @@ def main(argv=None) -> int:
     ap.add_argument("--peer-trials", type=int, default=201)
     ap.add_argument("--out", default=str(RESULTS))
     a = ap.parse_args(argv)
+    for flag, value in (("--repeats", a.repeats), ("--peer-trials", a.peer_trials),
+                        ("--new-rows", a.new_rows)):
+        if value < 1:
+            ap.error(f"{flag} must be a positive number, not {value}")
     sizes = [int(s) for s in a.sizes.split(",")]
     k = a.new_rows
 
