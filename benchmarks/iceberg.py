@@ -383,10 +383,12 @@ def main(argv=None) -> int:
     import pyspark
 
     import sparkmark
-    from sparkmark.devtools.iceberg import RUNTIME_JAR, iceberg_jars, iceberg_session_conf
+    from sparkmark.devtools.iceberg import iceberg_jars, iceberg_session_conf, runtime_jar
     from sparkmark.spark import local_session
-    if not pyspark.__version__.startswith("3.5."):
-        sys.exit(f"Iceberg runs on Spark 3.5 only (.venv35); this is {pyspark.__version__}")
+    try:
+        runtime = runtime_jar()
+    except LookupError as e:  # no Iceberg runtime for this Spark line (.venv35 and .venv41 have one)
+        sys.exit(str(e))
     work = Path(tempfile.mkdtemp(prefix="sm-bench-ice-"))
     server = pg = None
     try:  # the servers this script starts are stopped again if the set-up fails
@@ -550,14 +552,14 @@ def main(argv=None) -> int:
 
     result = {
         "benchmark": "Iceberg incremental read and exactly-once write, sparkmark vs plain Spark",
-        "command": " ".join(["PYTHONPATH=src", ".venv35/bin/python", *sys.argv]),
+        "command": " ".join(["PYTHONPATH=src", sys.executable, *sys.argv]),
         "args": vars(a),
         "goals": {"read_sparkmark_over_plain_max": 1.2, "write_sparkmark_over_plain_max": 1.2},
         **result,
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
                     "load_avg_start": load_start, "load_avg_end": list(os.getloadavg())},
         "versions": {"python": sys.version.split()[0], "spark": pyspark.__version__,
-                     "iceberg_runtime": RUNTIME_JAR, "java": java,
+                     "iceberg_runtime": runtime, "java": java,
                      "sparkmark": sparkmark.__version__, "sqlite": sqlite3.sqlite_version},
         "note": "whole runs each side: sparkmark = Job() + init + read/write + commit on a "
                 "SQLite state store; plain = the same snapshot-range read (or full scan, or "

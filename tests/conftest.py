@@ -267,21 +267,19 @@ def iceberg_unavailable(why: str) -> None:
 
 
 def iceberg_jar_paths() -> list[str]:
-    """The Iceberg jars from the cache (Spark 3.5 only), or skip/fail."""
-    import pyspark
-    if not pyspark.__version__.startswith("3.5."):
-        iceberg_unavailable(f"Iceberg is tested on Spark 3.5 only (this is {pyspark.__version__})")
+    """The Iceberg runtime of this Spark line from the cache (3.5 and 4.1 have one), or
+    skip/fail."""
     from sparkmark.devtools.iceberg import iceberg_jars
     try:
         return iceberg_jars(fetch=False)
-    except FileNotFoundError as e:
+    except (LookupError, FileNotFoundError) as e:
         iceberg_unavailable(str(e))
     return []
 
 
 @pytest.fixture(scope="session")
 def ice(tmp_path_factory):
-    """A classic Spark 3.5 session with Iceberg's extensions, a Hadoop catalog ``local`` under
+    """A classic Spark session (3.5 or 4.1) with Iceberg's extensions, a Hadoop catalog ``local`` under
     tmp (namespace ``local.db``) and the s3a connector (for ``s3a://`` warehouses).  It must be
     the first session of its pytest process: `make test-iceberg` runs the Iceberg suites alone."""
     jars = iceberg_jar_paths()

@@ -52,9 +52,21 @@ def spark_home() -> Path:
 
 
 def connect_jar() -> Path | None:
-    """The jar with ``SparkConnectServer`` in pyspark's jars (pyspark 4 ships it), or None."""
+    """The jar with ``SparkConnectServer``: in pyspark's jars (pyspark 4 ships it), else the
+    ``spark-connect`` module of this Spark line from the jar cache (Spark 3.5: ``make jars``
+    fetches ``org.apache.spark:spark-connect_2.12``), or None.
+
+    Example: ``connect_jar().name.startswith("spark-connect_")``
+    """
     found = sorted((spark_home() / "jars").glob("spark-connect_*.jar"))
-    return found[0] if found else None
+    if found:
+        return found[0]
+    from .jars import jars_for
+    try:
+        cached = jars_for(["connect"])
+    except (LookupError, FileNotFoundError):
+        return None
+    return Path(cached[0]) if cached else None
 
 
 def _wait_port(port: int, proc: subprocess.Popen, log: Path, timeout: float, what: str) -> None:
@@ -241,10 +253,11 @@ def start_connect(*, master: str = "local[2]", conf: dict[str, str] | None = Non
     ``jars`` (default: the JDBC drivers of :func:`sparkmark.spark.jdbc_jars`) go on the
     server's classpath, ``conf`` are extra ``--conf`` settings.
     """
-    if connect_jar() is None:
+    server_jar = connect_jar()
+    if server_jar is None:
         raise RuntimeError("pyspark's jars have no spark-connect jar: Spark Connect servers "
-                           "ship with pyspark 4 (for Spark 3.5 add --packages "
-                           "org.apache.spark:spark-connect_2.12:3.5.x)")
+                           "ship with pyspark 4; for Spark 3.5 run `make jars` (it fetches "
+                           "org.apache.spark:spark-connect_2.12), or add it with --packages")
     from ..spark import jdbc_jars
     home = spark_home()
     root = Path(tempfile.mkdtemp(prefix="sparkmark-connect-"))
@@ -267,7 +280,9 @@ def start_connect(*, master: str = "local[2]", conf: dict[str, str] | None = Non
     cmd = [str(home / "bin" / "spark-submit"), "--class",
            "org.apache.spark.sql.connect.service.SparkConnectServer", "--master", master,
            "--name", "sparkmark-connect"]
-    use_jars = jdbc_jars() if jars is None else jars
+    use_jars = list(jdbc_jars() if jars is None else jars)
+    if server_jar.parent != home / "jars" and str(server_jar) not in use_jars:
+        use_jars.append(str(server_jar))  # Spark 3.5: the server module from the jar cache
     if use_jars:
         cmd += ["--jars", ",".join(use_jars)]
     for k, v in settings.items():

