@@ -4,7 +4,7 @@ model check, which reads the table through Iceberg (its current snapshot) and co
 ``snapshots`` and ``history`` metadata tables with the ledger (no staged snapshot of a committed
 run left unpublished; unpublished snapshots of runs that did not commit are allowed).
 
-Spark 3.5 with the Iceberg jars only (`make test-iceberg`, ICEBERG_SUITES35): skipped, or failed
+Spark 3.5 and 4.1 with the Iceberg runtime only (`make test-iceberg`, ICEBERG_SUITES): skipped, or failed
 under SPARKMARK_REQUIRE_ICEBERG=1, elsewhere.  The full version is
 `.venv35/bin/python benchmarks/chaos.py --jobs files,iceberg --schedules N`.
 """

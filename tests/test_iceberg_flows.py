@@ -1,4 +1,4 @@
-"""Iceberg tables in pipelines and in the Glue layer (Spark 3.5, real Iceberg 1.10.2 tables in a
+"""Iceberg tables in pipelines and in the Glue layer (Spark 3.5 and 4.1, real Iceberg tables in a
 Hadoop catalog under tmp or on an ``s3a://`` warehouse on the moto S3 server, a real SQLite
 state store).
 
@@ -13,7 +13,7 @@ state store).
 - bad input (a path as an Iceberg module target, ``partition_by``, an Iceberg mapping entry
   without a table, write options) is one clear error that changes nothing.
 
-Needs PySpark 3.5 and the Iceberg jars; runs in the Iceberg pytest process (``make
+Needs the Iceberg runtime of the Spark line (3.5 or 4.1); runs in the Iceberg pytest process (``make
 test-iceberg``), skips elsewhere unless SPARKMARK_REQUIRE_ICEBERG=1.
 """
 from __future__ import annotations

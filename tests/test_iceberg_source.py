@@ -1,10 +1,10 @@
-"""``job.read.table`` on real Apache Iceberg tables (Spark 3.5, a Hadoop catalog under tmp):
+"""``job.read.table`` on real Apache Iceberg tables (Spark 3.5 and 4.1, a Hadoop catalog under tmp):
 appends read exactly once (also with the warehouse on ``s3a://``, moto), empty runs, the
 onNonAppend policy (fail, skip, and changes: Iceberg's change rows, copy-on-write carry-overs
 removed, merge-on-read delete files refused), broken lineage (rollback, drop and recreate),
 bookmarks disabled, pause from/to, and option errors leaving the state alone.
 
-Needs PySpark 3.5 and the Iceberg jars (``make iceberg-jars``); skips otherwise, unless
+Needs the Iceberg runtime of the Spark line (``make jars``); skips otherwise, unless
 SPARKMARK_REQUIRE_ICEBERG=1.  Runs in its own pytest process (``make test35`` does): a session
 started earlier by another module has no Iceberg extensions."""
 from __future__ import annotations

@@ -169,6 +169,15 @@ class HadoopFS:
         fs = self.fs
         if str(fs.getClass().getName()) != "org.apache.hadoop.fs.s3a.S3AFileSystem":
             return None
+        key = str(fs.pathToKey(self.path(root)))
+        prefix = key.rstrip("/") + "/" if key.strip("/") else ""
+        base = root.rstrip("/")
+        try:  # hadoop-aws 3.4+ (Spark 4): the AWS SDK v2 client S3A hands out for this
+            v2 = fs.getS3AInternals().getAmazonS3Client("sparkmark lexical listing")
+        except Exception:  # noqa: BLE001 - hadoop-aws 3.3 (Spark 3.5): the SDK v1 client below
+            v2 = None
+        if v2 is not None:
+            return self._list_after_v2(v2, str(fs.getBucket()), prefix, name, base)
         try:  # S3A's own client; its public accessor logs a warning on every call
             getter = fs.getClass().getDeclaredMethod(
                 "getAmazonS3Client", self._gateway.new_array(self._jvm.java.lang.Class, 0))
@@ -176,14 +185,11 @@ class HadoopFS:
             client = getter.invoke(fs, self._gateway.new_array(self._jvm.java.lang.Object, 0))
             model = self._jvm.com.amazonaws.services.s3.model
             request_class = model.ListObjectsV2Request
-        except Exception:  # noqa: BLE001 - another S3A (SDK v2): list the whole root
+        except Exception:  # noqa: BLE001 - another S3A: list the whole root
             return None
-        key = str(fs.pathToKey(self.path(root)))
-        prefix = key.rstrip("/") + "/" if key.strip("/") else ""
         request = (request_class().withBucketName(fs.getBucket()).withPrefix(prefix)
                    .withDelimiter("/").withStartAfter(prefix + name))
         join = self._jvm.java.lang.String.join
-        base = root.rstrip("/")
         out: list[Status] = []
         while True:
             result = client.listObjectsV2(request)
@@ -201,6 +207,34 @@ class HadoopFS:
             if not result.isTruncated():
                 return out
             request.setContinuationToken(result.getNextContinuationToken())
+
+    def _list_after_v2(self, client: Any, bucket: str, prefix: str, name: str,
+                       base: str) -> list[Status]:
+        """:meth:`list_after` through an AWS SDK v2 ``S3Client`` (hadoop-aws 3.4+)."""
+        model = self._jvm.software.amazon.awssdk.services.s3.model
+        token = None
+        out: list[Status] = []
+        while True:
+            builder = (model.ListObjectsV2Request.builder().bucket(bucket).prefix(prefix)
+                       .delimiter("/").startAfter(prefix + name))
+            if token is not None:
+                builder = builder.continuationToken(token)
+            result = client.listObjectsV2(builder.build())
+            self.own_lists += 1
+            prefixes = result.commonPrefixes()
+            for i in range(prefixes.size()):
+                cp = str(prefixes.get(i).prefix())
+                out.append((f"{base}/{cp[len(prefix):].rstrip('/')}", True, 0, 0))
+            contents = result.contents()
+            for i in range(contents.size()):
+                o = contents.get(i)
+                k = str(o.key())
+                if k != prefix:  # a folder marker
+                    out.append((f"{base}/{k[len(prefix):]}", False, int(o.size()),
+                                int(o.lastModified().toEpochMilli())))
+            if not result.isTruncated():
+                return out
+            token = result.nextContinuationToken()
 
     def list_tree(self, root: str, descend: Callable[[str], bool],
                   skip: Callable[[str], bool]) -> list[tuple[str, int, int]]:

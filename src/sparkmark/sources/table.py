@@ -53,7 +53,7 @@ log = logging.getLogger("sparkmark.table")
 OWN_OPTIONS = ("onNonAppend",)
 #: Iceberg read options that would fight the bookmark
 REJECTED = ("snapshot-id", "as-of-timestamp", "start-snapshot-id", "end-snapshot-id", "branch",
-            "tag", "start-timestamp", "end-timestamp")
+            "tag", "start-timestamp", "end-timestamp", "versionasof", "timestampasof")
 _PART = r"(?:[A-Za-z_][A-Za-z0-9_]*|`[^`]+`)"
 _NAME = re.compile(rf"{_PART}(?:\.{_PART})*")
 #: the last name part Iceberg reads as a branch, tag or time travel (``t.branch_dev``)
@@ -248,7 +248,8 @@ def _load(spark: Any, name: str, plan: sp.TablePlan, opts: dict[str, str]) -> "D
         if plan.through is None:  # no snapshot yet: the table as it is (empty)
             df = reader.load(name)
         else:
-            df = reader.option("snapshot-id", str(plan.through)).load(name)
+            # Spark's own time-travel option: Iceberg 1.11+ refuses its old ``snapshot-id``
+            df = reader.option("versionAsOf", str(plan.through)).load(name)
         if plan.changelog:  # the changelog's columns on every run
             df = _as_inserts(df, plan.through)
         return df.limit(0) if plan.kind == sp.NOTHING else df
