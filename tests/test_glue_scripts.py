@@ -654,3 +654,49 @@ def test_mysql_connection_script_on_mariadb_with_mariadbs_driver_only(tmp_path, 
                 for k, v in got.items()} == {
             r1: [(1, "*****", "ann"), (2, "******", "bob"), (3, "***", "cy")],
             r2: [(4, "*******", "di"), (5, "*", "ed")]}  # only the new rows, masked
+
+
+def test_mysql_connection_script_on_mysql_connector_j(tmp_path, mariadb):
+    """The same Glue script with MySQL's own driver only (``com.mysql:mysql-connector-j`` from
+    Maven Central, ``make jars``) on the classpath: a connection naming
+    ``com.mysql.cj.jdbc.Driver`` and one naming no driver (which then gets MySQL's, the first
+    choice for a ``jdbc:mysql:`` URL) both read every row once over two runs, masked."""
+    from sparkmark.devtools.jars import JDBC, jars_for
+    try:
+        [jar] = jars_for(["jdbc"])[-1:]
+    except FileNotFoundError as e:
+        if os.environ.get("SPARKMARK_REQUIRE_S3") == "1":  # make test: the jars must be there
+            pytest.fail(str(e))
+        pytest.skip(str(e))
+    assert os.path.basename(jar) == JDBC["mysql"].jar
+    db = f"cj_{os.getpid()}"
+    mariadb.create_database(db)
+    mariadb.sql("CREATE TABLE messages (id INT PRIMARY KEY, content VARCHAR(40), "
+                "author VARCHAR(20))", db)
+    mariadb.sql("INSERT INTO messages VALUES (1, 'Hello', 'ann'), (2, 'secret', 'bob')", db)
+    state = f"sqlite:///{tmp_path / 'state.db'}"
+    (tmp_path / "paths.json").write_text(json.dumps({"s3://out-bucket": str(tmp_path / "out")}))
+    env = {"SPARKMARK_STATE": state, "SPARKMARK_PATH_MAP": str(tmp_path / "paths.json"),
+           "AURORA_PW": "sm", "SPARKMARK_JDBC_JARS": jar}
+    items = []
+    for job, driver in (("cj_named", "com.mysql.cj.jdbc.Driver"), ("cj_auto", None)):
+        catalog = _mysql_catalog(tmp_path / f"catalog-{job}.json", mariadb.port, driver)
+        items.append({"name": job, "script": MYSQL_JOB,
+                      "env": {"SPARKMARK_GLUE_CATALOG": str(catalog)},
+                      "argv": ["--JOB_NAME", job, *ENABLE, "--CONNECTION_NAME", "aurora",
+                               "--DATABASE_NAME", db, "--TABLE_NAME", "messages",
+                               "--OUTPUT_BUCKET", "out-bucket", "--OUTPUT_PATH", job]})
+    first = run_plan(tmp_path, items, env, "1")
+    assert {k: v["code"] for k, v in first.items()} == {"cj_named": 0, "cj_auto": 0}, first
+    mariadb.sql("INSERT INTO messages VALUES (3, 'new one', 'cy')", db)
+    second = run_plan(tmp_path, items, env, "2")
+    assert {k: v["code"] for k, v in second.items()} == {"cj_named": 0, "cj_auto": 0}, second
+    for job in ("cj_named", "cj_auto"):
+        ledger = [r for r in ledger_rows(state, job=job) if r["status"] == "SUCCEEDED"]
+        r1, r2 = [r["run_id"] for r in ledger]
+        assert [json.loads(r["config"])["sources"]["bookmark"]["driver"] for r in ledger] == \
+            ["com.mysql.cj.jdbc.Driver"] * 2
+        got = rows_by_run(tmp_path / "out" / job, "parquet")
+        assert {k: sorted((r["id"], r["content"], r["author"]) for r in v)
+                for k, v in got.items()} == {
+            r1: [(1, "*****", "ann"), (2, "******", "bob")], r2: [(3, "*******", "cy")]}
