@@ -303,6 +303,12 @@ class JdbcConnection:
             if len(found) > 1:
                 current = _safe(self._link.current_schema)
                 mine = [f for f in found if f[1] == current]
+                catalog_of = getattr(self._link, "current_catalog", None)
+                if len(mine) != 1 and catalog_of is not None:
+                    # MySQL Connector/J: databases are catalogs, and getTables without one
+                    # answers every database's tables (MariaDB's driver asks the current one)
+                    catalog = _safe(catalog_of)
+                    mine = [f for f in found if catalog is not None and f[0] == catalog]
                 if len(mine) == 1:
                     found = mine
                 else:
@@ -525,6 +531,9 @@ class _JvmLink:
 
     def current_schema(self) -> str | None:
         return self._conn.getSchema()
+
+    def current_catalog(self) -> str | None:
+        return self._conn.getCatalog()
 
     def columns(self, cat: str | None, schema: str | None, name: str
                 ) -> list[tuple[str, int, str]]:
