@@ -645,15 +645,20 @@ def test_mysql_connection_script_on_mariadb_with_mariadbs_driver_only(tmp_path, 
     assert {k: v["code"] for k, v in second.items()} == {"named": 0, "auto": 0}, second
 
     for job in ("named", "auto"):
-        ledger = [r for r in ledger_rows(state, job=job) if r["status"] == "SUCCEEDED"]
-        r1, r2 = [r["run_id"] for r in ledger]
-        assert [json.loads(r["config"])["sources"]["bookmark"]["driver"] for r in ledger] == \
-            ["org.mariadb.jdbc.Driver"] * 2
-        got = rows_by_run(tmp_path / "out" / job, "parquet")
-        assert {k: sorted((r["id"], r["content"], r["author"]) for r in v)
-                for k, v in got.items()} == {
-            r1: [(1, "*****", "ann"), (2, "******", "bob"), (3, "***", "cy")],
-            r2: [(4, "*******", "di"), (5, "*", "ed")]}  # only the new rows, masked
+        _assert_masked_runs(state, tmp_path, job, "org.mariadb.jdbc.Driver", [
+            [(1, "*****", "ann"), (2, "******", "bob"), (3, "***", "cy")],
+            [(4, "*******", "di"), (5, "*", "ed")]])  # only the new rows, masked
+
+
+def _assert_masked_runs(state: str, tmp_path: Path, job: str, driver: str,
+                        expected: list[list[tuple]]) -> None:
+    """``job``'s two SUCCEEDED runs read with ``driver`` and wrote ``expected`` (per run)."""
+    ledger = [r for r in ledger_rows(state, job=job) if r["status"] == "SUCCEEDED"]
+    assert [json.loads(r["config"])["sources"]["bookmark"]["driver"] for r in ledger] == \
+        [driver] * len(expected)
+    got = rows_by_run(tmp_path / "out" / job, "parquet")
+    assert {k: sorted((r["id"], r["content"], r["author"]) for r in v)
+            for k, v in got.items()} == {r["run_id"]: rows for r, rows in zip(ledger, expected)}
 
 
 def test_mysql_connection_script_on_mysql_connector_j(tmp_path, mariadb):
@@ -692,11 +697,5 @@ def test_mysql_connection_script_on_mysql_connector_j(tmp_path, mariadb):
     second = run_plan(tmp_path, items, env, "2")
     assert {k: v["code"] for k, v in second.items()} == {"cj_named": 0, "cj_auto": 0}, second
     for job in ("cj_named", "cj_auto"):
-        ledger = [r for r in ledger_rows(state, job=job) if r["status"] == "SUCCEEDED"]
-        r1, r2 = [r["run_id"] for r in ledger]
-        assert [json.loads(r["config"])["sources"]["bookmark"]["driver"] for r in ledger] == \
-            ["com.mysql.cj.jdbc.Driver"] * 2
-        got = rows_by_run(tmp_path / "out" / job, "parquet")
-        assert {k: sorted((r["id"], r["content"], r["author"]) for r in v)
-                for k, v in got.items()} == {
-            r1: [(1, "*****", "ann"), (2, "******", "bob")], r2: [(3, "*******", "cy")]}
+        _assert_masked_runs(state, tmp_path, job, "com.mysql.cj.jdbc.Driver", [
+            [(1, "*****", "ann"), (2, "******", "bob")], [(3, "*******", "cy")]])
