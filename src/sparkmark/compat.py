@@ -143,6 +143,25 @@ def require(spark: "SparkSession | None", minimum: tuple[int, int], feature: str
             f"{version_text(spark)}")
 
 
+def observation_ready(jo: Any) -> bool:
+    """Whether a classic session's Java ``Observation`` has its metrics, without blocking (its
+    ``get`` waits for an action that may never come): Spark 4's ``future()``, else Spark 3.5's
+    volatile ``metrics`` field.  False when neither answers.
+
+    Example: ``observation_ready(observation._jo)`` after the action that observed it
+    """
+    try:
+        return bool(jo.future().isCompleted())
+    except Exception:  # noqa: BLE001 - Spark 3.5: no future(); its metrics field instead
+        pass
+    try:
+        field = jo.getClass().getDeclaredField("metrics")
+        field.setAccessible(True)
+        return bool(field.get(jo).isDefined())
+    except Exception:  # noqa: BLE001 - another Spark: not known, so not ready
+        return False
+
+
 def default_parallelism(spark: "SparkSession") -> int:
     """How many tasks run at once by default (``local[2]``: 2); over Connect, from the conf."""
     if not is_connect(spark):

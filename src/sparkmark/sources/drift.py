@@ -304,7 +304,7 @@ def _count(spark: "SparkSession", df: "DataFrame", plan: DriftPlan
     ``counts()`` aggregates once over ``df`` when no action delivered them."""
     from pyspark.sql import functions as F
 
-    from ..compat import is_connect
+    from ..compat import is_connect, observation_ready
     key = "rescued_records" if plan.rescue else "dropped_records"
     metrics = (F.expr(f"count({_sql_name(RESCUED)}) AS r"),
                F.expr(f"count({_sql_name(CORRUPT)}) AS m"))
@@ -327,7 +327,7 @@ def _count(spark: "SparkSession", df: "DataFrame", plan: DriftPlan
     def counts() -> dict[str, int]:
         jo = getattr(observation, "_jo", None)
         try:  # non-blocking: Observation.get waits for an action that may never come
-            done = jo is not None and bool(jo.future().isCompleted())
+            done = jo is not None and observation_ready(jo)
             got = observation.get if done else None
         except Exception:  # noqa: BLE001 - the action failed or reported nothing
             got = None
