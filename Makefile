@@ -38,7 +38,7 @@ CRASH_TRIALS35 ?= 3
 CRASH_JDBC_TRIALS35 ?= 2
 
 .PHONY: install install35 install41 install-airflow install-dagster jars iceberg-jars demo lint test test4 \
-	test35 test-iceberg test-airflow test-dagster bench
+	test35 test-iceberg test-delta test-airflow test-dagster bench
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -106,7 +106,7 @@ demo: $(DEMO_BIN)/.installed
 # The whole test suite on Spark 4, then the Spark-dependent suites on Spark 3.5, then the
 # scheduler integrations in their own venvs
 # (real Spark, real SQLite, a real PostgreSQL server, real JDBC drivers, real Airflow and Dagster)
-test: lint test4 test35 test-iceberg test-airflow test-dagster
+test: lint test4 test35 test-iceberg test-delta test-airflow test-dagster
 
 # ruff and mypy (configured in pyproject.toml); part of `make test`
 lint: install
@@ -154,6 +154,12 @@ ENV_ICEBERG = SPARKMARK_REQUIRE_ICEBERG=1 SPARKMARK_REQUIRE_S3=1 SPARKMARK_TEST_
 test-iceberg: install35 install41 jars
 	$(ENV_ICEBERG) $(BIN35)/python -m pytest -q -p no:cacheprovider --durations=5 $(ICEBERG_SUITES)
 	$(ENV_ICEBERG) $(BIN41)/python -m pytest -q -p no:cacheprovider --durations=5 $(ICEBERG_SUITES)
+
+# Delta Lake's jars on Spark 3.5 and 4.1 (Delta publishes nothing for Spark 4.3), each line in a
+# pytest process of its own (the session must start with Delta's extensions); ~1 min a line
+test-delta: install35 install41 jars
+	SPARKMARK_REQUIRE_DELTA=1 $(BIN35)/python -m pytest -q -p no:cacheprovider tests/test_delta_jars.py
+	SPARKMARK_REQUIRE_DELTA=1 $(BIN41)/python -m pytest -q -p no:cacheprovider tests/test_delta_jars.py
 
 # Airflow's dag.test() and Dagster's materialize() running real sparkmark jobs (local Spark)
 test-airflow: install-airflow
