@@ -106,7 +106,15 @@ demo: $(DEMO_BIN)/.installed
 # The whole test suite on Spark 4, then the Spark-dependent suites on Spark 3.5, then the
 # scheduler integrations in their own venvs
 # (real Spark, real SQLite, a real PostgreSQL server, real JDBC drivers, real Airflow and Dagster)
-test: lint test4 test35 test-iceberg test-delta test-airflow test-dagster
+# Each suite's wall time goes to .suite-times and is printed at the end (or where one failed)
+TEST_SUITES ?= lint test4 test35 test-iceberg test-delta test-airflow test-dagster
+test:
+	@rm -f .suite-times; for s in $(TEST_SUITES); do start=$$(date +%s); \
+	if ! $(MAKE) --no-print-directory $$s; then \
+	echo "$$s FAILED after $$(( $$(date +%s) - start )) s" >> .suite-times; \
+	echo "suite wall times:"; cat .suite-times; exit 1; fi; \
+	echo "$$s $$(( $$(date +%s) - start )) s" >> .suite-times; done; \
+	echo "suite wall times:"; cat .suite-times
 
 # ruff and mypy (configured in pyproject.toml); part of `make test`
 lint: install
