@@ -32,6 +32,21 @@ def test_plain_postgresql_url_uses_psycopg3(pg_server):
     assert store.engine.url.get_driver_name() == "psycopg"
 
 
+def test_a_postgres_scheme_url_is_postgresql(pg_server):
+    """``postgres://`` (libpq's and many platforms' spelling) opens the same store as
+    ``postgresql://``."""
+    url = pg_server.create_database("pgscheme").replace("postgresql+psycopg://", "postgres://")
+    store = open_store(url)
+    assert store.engine.url.get_backend_name() == "postgresql"
+    assert store.engine.url.get_driver_name() == "psycopg"
+
+
+def test_an_unparseable_url_is_named_in_the_error():
+    with pytest.raises(StateStoreError) as e:
+        open_store("foo:bar")
+    assert "'foo:bar'" in str(e.value) and "sqlite:///" in str(e.value)
+
+
 def test_resolution_order(monkeypatch, tmp_path):
     monkeypatch.delenv("SPARKMARK_STATE", raising=False)
     assert resolve_state_url(None) == DEFAULT_STATE_URL

@@ -406,8 +406,8 @@ def redact(url: str) -> str:
     from ..secrets import mask_url
     try:
         return mask_url(_url(url).render_as_string(hide_password=True))
-    except Exception:
-        return "<unparseable URL>"
+    except Exception:  # not a URL at all: shown masked as text, so the user sees the typo
+        return mask_url(url) if "@" not in url else "<unparseable URL>"
 
 
 class StateStore:
@@ -541,6 +541,8 @@ class StateStore:
         except ArgumentError:
             raise StateStoreError(f"malformed state URL {self.display_url!r}: {hint}") from None
         self._password = url.password
+        if url.drivername.split("+")[0] == "postgres":  # libpq's and Heroku's spelling
+            url = url.set(drivername="postgresql" + url.drivername[len("postgres"):])
         backend = url.get_backend_name()
         if backend == "postgresql" and url.get_driver_name() in ("psycopg2", ""):
             # psycopg (3) is what we ship with; psycopg2 only if it is installed.
