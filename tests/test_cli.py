@@ -98,3 +98,20 @@ def test_default_state_in_working_directory(tmp_path):
     assert not (tmp_path / ".sparkmark").exists()
     _assert_one_line_error(cli("report", cwd=tmp_path), "there is no state store")
     assert not (tmp_path / ".sparkmark").exists()
+
+
+def test_state_works_after_the_command_and_version_prints(state_url, clock):
+    """``--state`` before or after the command (or as ``--state=URL``) reaches the same store;
+    ``--version`` prints sparkmark's version."""
+    import sparkmark
+    from sparkmark.cli import hoist_state
+    _runs(state_url, clock, n=1)
+    for args in (["--state", state_url, "bookmark", "get", "orders"],
+                 ["bookmark", "get", "orders", "--state", state_url],
+                 ["bookmark", "get", f"--state={state_url}", "orders"]):
+        res = cli(*args)
+        assert res.returncode == 0, (args, res.stderr)
+        assert "src" in res.stdout, res.stdout
+    assert hoist_state(["run", "--", "--state", "x"]) == ["run", "--", "--state", "x"]
+    res = cli("--version")
+    assert res.returncode == 0 and res.stdout.strip() == f"sparkmark {sparkmark.__version__}"

@@ -67,10 +67,20 @@ def _guard(fn: Callable[[], Any]) -> Any:
         raise typer.Exit(1) from None
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from . import __version__
+        out.print(f"sparkmark {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
 def _main(state: Optional[str] = typer.Option(
         None, "--state", help="State store URL (default: env SPARKMARK_STATE, else "
-                              "sqlite:///.sparkmark/state.db)")) -> None:
+                              "sqlite:///.sparkmark/state.db); before or after the command"),
+          version: bool = typer.Option(False, "--version", callback=_print_version,
+                                       is_eager=True, help="Print sparkmark's version")
+          ) -> None:
     CTX.state = state
     if state:  # pipeline files create their own Pipeline(state=None): let them see it too
         os.environ["SPARKMARK_STATE"] = state
@@ -396,8 +406,36 @@ def rollback(pipeline_file: str = typer.Argument(..., help="A Python file defini
     _guard(body)
 
 
+def hoist_state(args: list[str]) -> list[str]:
+    """``args`` with every ``--state URL`` / ``--state=URL`` moved before the command, where
+    the top-level option is parsed, so it works anywhere on the line (pure; nothing after
+    ``--`` moves).
+
+    >>> hoist_state(["bookmark", "get", "orders", "--state", "sqlite:///s.db"])
+    ['--state', 'sqlite:///s.db', 'bookmark', 'get', 'orders']
+    """
+    front: list[str] = []
+    rest: list[str] = []
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a == "--":
+            rest += args[i:]
+            break
+        if a == "--state" and i + 1 < len(args):
+            front += args[i:i + 2]
+            i += 2
+            continue
+        if a.startswith("--state="):
+            front.append(a)
+        else:
+            rest.append(a)
+        i += 1
+    return front + rest
+
+
 def main() -> None:
-    app(prog_name="sparkmark")
+    app(args=hoist_state(sys.argv[1:]), prog_name="sparkmark")
 
 
 if __name__ == "__main__":
