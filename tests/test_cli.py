@@ -115,3 +115,17 @@ def test_state_works_after_the_command_and_version_prints(state_url, clock):
     assert hoist_state(["run", "--", "--state", "x"]) == ["run", "--", "--state", "x"]
     res = cli("--version")
     assert res.returncode == 0 and res.stdout.strip() == f"sparkmark {sparkmark.__version__}"
+
+
+def test_usage_errors_are_one_line_with_exit_status_2():
+    """A mistyped option or a missing argument is one ``error: ...`` line that says where the
+    help is, like every other user error (not click's usage block and boxed panel); a bare
+    ``sparkmark`` still prints its help."""
+    for args, text in ((["--bogus"], "No such option: --bogus; see `sparkmark --help`"),
+                       (["bookmark", "get"], "Missing argument 'job'; see `sparkmark bookmark "
+                                             "get --help`")):
+        res = cli(*args)
+        assert res.returncode == 2, res
+        assert res.stderr.strip().splitlines() == [f"error: {text}"], res.stderr
+    res = cli()
+    assert res.returncode == 2 and "Usage: sparkmark" in res.stdout + res.stderr

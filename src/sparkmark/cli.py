@@ -435,7 +435,32 @@ def hoist_state(args: list[str]) -> list[str]:
 
 
 def main() -> None:
-    app(args=hoist_state(sys.argv[1:]), prog_name="sparkmark")
+    """The console script: usage errors are one ``error: ...`` line (exit 2), like every other
+    user error, instead of click's usage block and boxed panel."""
+    try:  # the click that typer raises from: typer 0.29+ vendors it as typer._click
+        from typer._click import exceptions as ex
+    except ImportError:  # older typer: click itself
+        from click import exceptions as ex  # type: ignore[no-redef]
+
+    class _Never(Exception):
+        pass
+    no_args: type[Exception] = getattr(ex, "NoArgsIsHelpError", _Never)  # click >= 8.2
+    try:
+        rc = app(args=hoist_state(sys.argv[1:]), prog_name="sparkmark", standalone_mode=False)
+    except no_args as e:  # a bare group: its help, as before
+        e.show()  # type: ignore[attr-defined]
+        sys.exit(e.exit_code)  # type: ignore[attr-defined]
+    except ex.UsageError as e:
+        where = f"; see `{e.ctx.command_path} --help`" if e.ctx is not None else ""
+        err.print(_error_line(f"{e.format_message().rstrip('.')}{where}"))
+        sys.exit(2)
+    except ex.ClickException as e:
+        err.print(_error_line(e.format_message()))
+        sys.exit(e.exit_code)
+    except typer.Abort:
+        err.print("interrupted")
+        sys.exit(130)
+    sys.exit(rc if isinstance(rc, int) else 0)
 
 
 if __name__ == "__main__":
