@@ -72,6 +72,7 @@ def test_run_report_rollback_from_the_command_line(env):
     assert ok.returncode == 0, ok.stderr
     rows = report(env)
     assert [(r["module_id"], r["status"]) for r in rows][-1] == (2, "SUCCEEDED")
+    assert all(isinstance(r["config"], dict) for r in rows), rows  # an object, not a string
     assert "silver broke on purpose" in rows[1]["error"]
 
     csv_out = sm(env, "report", "--pipeline", "clip", "--format", "csv", "--last", "1")

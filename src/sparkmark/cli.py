@@ -96,6 +96,17 @@ def _bookmarks(create: bool = True, existing: bool = True):
     return Bookmarks(open_store(CTX.state, create=create))
 
 
+def _config_object(text: Any) -> Any:
+    """A ledger row's ``config`` (JSON text) as the object it encodes; text that is not JSON
+    stays as it is."""
+    if not isinstance(text, str):
+        return text
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
 def _echo_json(obj: Any) -> None:
     typer.echo(json.dumps(obj, indent=2, default=str))
 
@@ -260,8 +271,9 @@ def report(pipeline: Optional[str] = typer.Option(None, "--pipeline", help="Only
         rows = report_rows(open_store(CTX.state, create=False), pipeline=pipeline,
                            module=module, job=job,
                            last=last, timezone=timezone)
-        if format == "json":
-            _echo_json(rows)
+        if format == "json":  # the run's config as an object, not a string inside JSON
+            _echo_json([{**r, "config": _config_object(r["config"])} if "config" in r else r
+                        for r in rows])
         elif format == "csv":
             buf = io.StringIO()
             cols = list(rows[0].keys()) if rows else list(REPORT_COLUMNS)
