@@ -68,7 +68,7 @@ def test_run_report_rollback_from_the_command_line(env):
     assert failed.returncode == 1, failed.stderr  # a FAILED module fails the command
     assert [(r["module_id"], r["status"]) for r in report(env)] == [(1, "SUCCEEDED"),
                                                                     (2, "FAILED")]
-    ok = sm(env, "run", "pipe.py", "--modules", "2")
+    ok = sm(env, "run", "pipe.py", "--module", "2")  # --module: the same option as --modules
     assert ok.returncode == 0, ok.stderr
     rows = report(env)
     assert [(r["module_id"], r["status"]) for r in rows][-1] == (2, "SUCCEEDED")
@@ -79,9 +79,15 @@ def test_run_report_rollback_from_the_command_line(env):
     assert csv_out.returncode == 0 and len(csv_out.stdout.strip().splitlines()) == 2
     table = sm(env, "report", "--module", "1")
     assert table.returncode == 0 and "Bronze_Numbers" in table.stdout
+    both = sm(env, "report", "--modules", "1,2", "--format", "json")
+    assert both.returncode == 0 and json.loads(both.stdout) == json.loads(
+        sm(env, "report", "--module", "1", "--module", "2", "--format", "json").stdout)
+    assert [r["module_id"] for r in json.loads(both.stdout)] == [1, 2, 2]
+    one = json.loads(sm(env, "report", "--modules", "2", "--format", "json").stdout)
+    assert [r["module_id"] for r in one] == [2, 2]
 
-    dry = sm(env, "rollback", "pipe.py", "--module", "1", "--module", "2", "--since",
-             "2024-01-01", "--dry-run")
+    dry = sm(env, "rollback", "pipe.py", "--modules", "1,2", "--since", "2024-01-01",
+             "--dry-run")
     assert dry.returncode == 0, dry.stderr
     assert report(env) == rows  # a dry run changes nothing
     real = sm(env, "rollback", "pipe.py", "--module", "1", "--module", "2", "--since",
@@ -108,6 +114,8 @@ def test_pipeline_cli_errors(env):
     one_line_error(sm(env, "run", "nopipe.py"), "defines no Pipeline")
     one_line_error(sm(env, "run", "missing.py"), "missing.py")
     one_line_error(sm(env, "rollback", "pipe.py", "--module", "1"), "exactly one of --since")
+    one_line_error(sm(env, "rollback", "pipe.py", "--since", "2024-01-01"), "--modules")
+    one_line_error(sm(env, "report", "--modules", "1,x"), "comma-separated")
     one_line_error(sm(env, "report", "--format", "xml"), "unknown --format")
     one_line_error(sm(env, "report", "--last", "0"), "--last must be")
     one_line_error(sm(env, "run", "pipe.py", "--modules", "1,x"), "comma-separated")

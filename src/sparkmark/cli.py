@@ -111,6 +111,22 @@ def _echo_json(obj: Any) -> None:
     typer.echo(json.dumps(obj, indent=2, default=str))
 
 
+def _module_ids(values: Optional[list[str]]) -> Optional[list[int]]:
+    """The module ids of every ``--modules`` / ``--module`` given (each a comma-separated list),
+    in order, once each; None when none was given."""
+    if not values:
+        return None
+    out: list[int] = []
+    for value in values:
+        out += [m for m in (_split_csv(value, int) or []) if m not in out]
+    return out
+
+
+#: the one spelling of module selection on every command: --modules 2011,3003 (repeatable), and
+#: --module as its alias (the old spelling of rollback and report)
+_MODULES_HELP = "Module ids, e.g. 2011,3003 (repeatable; --module is the same option)"
+
+
 # ---------------------------------------------------------------------- bookmark
 @bookmark_app.command("get")
 def bookmark_get(job: str = typer.Argument(..., help="Job name"),
@@ -238,7 +254,9 @@ REPORT_COLUMNS = ("pipeline", "module_id", "module_name", "job_name", "run_id", 
 
 @app.command("report")
 def report(pipeline: Optional[str] = typer.Option(None, "--pipeline", help="Only this pipeline"),
-           module: Optional[int] = typer.Option(None, "--module", help="Only this module id"),
+           modules: Optional[list[str]] = typer.Option(None, "--modules", "--module",
+                                                       help="Only these modules: "
+                                                            + _MODULES_HELP),
            job: Optional[str] = typer.Option(None, "--job", help="Only this job"),
            last: Optional[int] = typer.Option(None, "--last", help="Only the newest N runs"),
            format: str = typer.Option("table", "--format", "-f",
@@ -253,6 +271,8 @@ def report(pipeline: Optional[str] = typer.Option(None, "--pipeline", help="Only
         from .ledger import report_rows
         from .state import open_store
         _check_format(format, ("table", "json", "csv", "html"))
+        ids = _module_ids(modules)
+        module_ids: int | list[int] | None = ids[0] if ids and len(ids) == 1 else ids
         if last is not None and last < 1:
             raise SparkmarkError("--last must be a positive number of runs")
         if format == "html":
@@ -260,7 +280,7 @@ def report(pipeline: Optional[str] = typer.Option(None, "--pipeline", help="Only
                 raise SparkmarkError("--format html needs --output FILE (e.g. --output "
                                      "runs.html)")
             from .report_html import write_html_report
-            done = write_html_report(output, CTX.state, pipeline=pipeline, module=module,
+            done = write_html_report(output, CTX.state, pipeline=pipeline, module=module_ids,
                                      job=job, last=last)
             out.print(f"wrote {done['path']}: {done['runs']} run(s), "
                       f"{done['bytes'] / 1e6:.2f} MB; open it in a browser (works offline)")
@@ -269,7 +289,7 @@ def report(pipeline: Optional[str] = typer.Option(None, "--pipeline", help="Only
             raise SparkmarkError("--output is for --format html; redirect the other formats "
                                  "(> file)")
         rows = report_rows(open_store(CTX.state, create=False), pipeline=pipeline,
-                           module=module, job=job,
+                           module=module_ids, job=job,
                            last=last, timezone=timezone)
         if format == "json":  # the run's config as an object, not a string inside JSON
             _echo_json([{**r, "config": _config_object(r["config"])} if "config" in r else r
@@ -376,7 +396,8 @@ def _split_csv(value: Optional[str], cast=str) -> Optional[list]:
 @app.command("run")
 def run(pipeline_file: str = typer.Argument(..., help="A Python file that defines a Pipeline"),
         layers: Optional[str] = typer.Option(None, "--layers", help="e.g. bronze,silver"),
-        modules: Optional[str] = typer.Option(None, "--modules", help="e.g. 2011,3003"),
+        modules: Optional[list[str]] = typer.Option(None, "--modules", "--module",
+                                                    help=_MODULES_HELP),
         quiet: bool = typer.Option(False, "--quiet", "-q",
                                    help="No live progress display (it is off anyway when "
                                         "stdout is not a terminal)")) -> None:
@@ -392,7 +413,7 @@ def run(pipeline_file: str = typer.Argument(..., help="A Python file that define
         with PipelineProgress(out, p.name, timezone=p.timezone, quiet=quiet) as show:
             watching = watch_listing(show.on_listing) if show.enabled else nullcontext()
             with watching:
-                summary = p.run(layers=_split_csv(layers), modules=_split_csv(modules, int),
+                summary = p.run(layers=_split_csv(layers), modules=_module_ids(modules),
                                 progress=show)
         out.print(summary)
         if summary.exit_code:          # FAILED, or SKIPPED because a dependency failed
@@ -402,7 +423,8 @@ def run(pipeline_file: str = typer.Argument(..., help="A Python file that define
 
 @app.command("rollback")
 def rollback(pipeline_file: str = typer.Argument(..., help="A Python file defining a Pipeline"),
-             module: list[int] = typer.Option(..., "--module", help="Module id (repeatable)"),
+             modules: Optional[list[str]] = typer.Option(None, "--modules", "--module",
+                                                         help=_MODULES_HELP),
              since: Optional[str] = typer.Option(None, "--since", help="Date, e.g. 2020-12-31"),
              run_id: Optional[str] = typer.Option(None, "--run-id", help="A pipeline run id"),
              dry_run: bool = typer.Option(False, "--dry-run", help="Only show what would happen")
@@ -410,10 +432,13 @@ def rollback(pipeline_file: str = typer.Argument(..., help="A Python file defini
     """Roll modules back to a window boundary: delete their output, mark runs ROLLED_BACK."""
     def body() -> None:
         from .pipeline import load_pipeline_file
+        ids = _module_ids(modules)
+        if not ids:
+            raise SparkmarkError("give the modules to roll back: --modules 2011,3003")
         if (since is None) == (run_id is None):
             raise SparkmarkError("give exactly one of --since DATE or --run-id RUN_ID")
         p = load_pipeline_file(pipeline_file)
-        plan = p.rollback(modules=list(module), since=since, run_id=run_id, dry_run=dry_run)
+        plan = p.rollback(modules=ids, since=since, run_id=run_id, dry_run=dry_run)
         out.print(plan)
     _guard(body)
 

@@ -32,8 +32,15 @@ def _store(store: StateStore | str | None) -> StateStore:
     return store if isinstance(store, StateStore) else open_store(store, create=False)
 
 
+def _module_id(module: Any) -> int:
+    text = str(module).strip()
+    if isinstance(module, bool) or not text.lstrip("-").isdigit():
+        raise PipelineError(f"bad module id {module!r}: module ids are integers such as 2011")
+    return int(text)
+
+
 def ledger_rows(store: StateStore | str | None, pipeline: str | None = None,
-                module: int | str | None = None, job: str | None = None,
+                module: int | str | list[int] | None = None, job: str | None = None,
                 last: int | None = None) -> list[dict[str, Any]]:
     """The raw ledger rows (times in epoch ms), oldest first; ``last`` keeps the newest N."""
     st = _store(store)
@@ -44,12 +51,11 @@ def ledger_rows(store: StateStore | str | None, pipeline: str | None = None,
                 raise ValueError
         except ValueError:
             raise PipelineError(f"--last must be a whole number >= 1, not {last!r}") from None
-    module_id = None
-    if module is not None:
-        text = str(module).strip()
-        if isinstance(module, bool) or not text.lstrip("-").isdigit():
-            raise PipelineError(f"bad module id {module!r}: module ids are integers such as 2011")
-        module_id = int(text)
+    module_id: int | list[int] | None = None
+    if isinstance(module, (list, tuple)):  # several modules
+        module_id = [_module_id(m) for m in module]
+    elif module is not None:
+        module_id = _module_id(module)
     rows = st.list_runs(job_name=job, pipeline=pipeline, module_id=module_id, last=last)
     if not rows and (pipeline is not None or job is not None):
         if job is not None and st.job_row(job) is None:
@@ -70,7 +76,7 @@ def _row_timezone(row: dict[str, Any]) -> str:
 
 
 def report_rows(store: StateStore | str | None, pipeline: str | None = None,
-                module: int | str | None = None, job: str | None = None,
+                module: int | str | list[int] | None = None, job: str | None = None,
                 last: int | None = None, timezone: str | None = None) -> list[dict[str, Any]]:
     """Ledger rows formatted for a table, JSON or CSV: the SPEC §8 columns, times shown in
     ``timezone`` (default: each row's pipeline timezone) as ``YYYY-MM-DD HH:MM:SS.mmm+HH:MM``."""

@@ -41,7 +41,8 @@ def _label(r: dict[str, Any]) -> str:
     return r["job_name"]
 
 
-def page_data(store: StateStore, pipeline: str | None = None, module: int | str | None = None,
+def page_data(store: StateStore, pipeline: str | None = None,
+              module: int | str | list[int] | None = None,
               job: str | None = None, last: int | None = None) -> dict[str, Any]:
     """The page's data, columnar and compact (ints and dictionary-coded strings), so that
     10,000 ledger rows stay well under the page's 5 MB budget."""
@@ -133,7 +134,7 @@ def render_html(data: dict[str, Any]) -> str:
 
 
 def write_html_report(path: str, state: str | StateStore | None = None, *,
-                      pipeline: str | None = None, module: int | str | None = None,
+                      pipeline: str | None = None, module: int | str | list[int] | None = None,
                       job: str | None = None, last: int | None = None) -> dict[str, Any]:
     """Write the page to ``path``; returns ``{"path", "runs", "bytes"}``.
 

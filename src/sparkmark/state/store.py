@@ -1166,7 +1166,7 @@ class StateStore:
         return dict(row._mapping)
 
     def list_runs(self, *, job_name: str | None = None, pipeline: str | None = None,
-                  module_id: int | None = None, last: int | None = None,
+                  module_id: int | list[int] | None = None, last: int | None = None,
                   statuses: tuple[str, ...] | None = None,
                   pipeline_run_id: str | None = None,
                   started_from: int | None = None,
@@ -1180,7 +1180,9 @@ class StateStore:
             q = q.where(runs.c.job_name == job_name)
         if pipeline is not None:
             q = q.where(runs.c.pipeline == pipeline)
-        if module_id is not None:
+        if isinstance(module_id, list):  # several modules
+            q = q.where(runs.c.module_id.in_(module_id))
+        elif module_id is not None:
             q = q.where(runs.c.module_id == module_id)
         if statuses:
             q = q.where(runs.c.status.in_(statuses))
