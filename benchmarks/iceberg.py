@@ -7,7 +7,7 @@
     PYTHONPATH=src .venv35/bin/python benchmarks/iceberg.py --warehouse s3  # on moto's S3 API
     PYTHONPATH=src .venv35/bin/python benchmarks/iceberg.py --warehouse s3 --catalog jdbc
 
-Spark 3.5 with the Iceberg runtime (``make iceberg-jars``), a Hadoop catalog ``local`` in a
+Spark 3.5 (or 4.1: .venv41) with the Iceberg runtime (``make jars``), a Hadoop catalog ``local`` in a
 temporary folder (``--warehouse s3``: its tables, metadata and manifests under ``s3a://`` on a
 moto server this script starts, as the Iceberg tests do; needs ``make jars``; ``--catalog jdbc``:
 Iceberg's JDBC catalog on a PostgreSQL server this script starts, whose commits swap the
