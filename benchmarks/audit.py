@@ -53,7 +53,7 @@ def main() -> None:
     ap.add_argument("--json", default=str(ROOT / "benchmarks" / "results" / "audit.json"))
     a = ap.parse_args()
     from sparkmark import Bookmarks, Job
-    from sparkmark.run import FileRead
+    from sparkmark.core.run import FileRead
     work = Path(tempfile.mkdtemp(prefix="sm-audit-"))
     db = work / "state.db"
     url = f"sqlite:///{db}"

@@ -82,9 +82,9 @@ def main() -> None:
 
     from pyspark.sql import functions as F
 
-    from sparkmark import compat
+    from sparkmark.engine import compat
     from sparkmark.sources.avro import read_avro
-    from sparkmark.spark import local_session
+    from sparkmark.engine.spark import local_session
 
     old = old_data_source() if compat.pyspark_version() >= (4, 0) else None
     spark = local_session("bench-avro")

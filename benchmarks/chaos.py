@@ -90,7 +90,7 @@ current snapshot, in a checker process), and "nothing staged left" means, from t
 ``snapshots`` and ``history`` metadata tables against the ledger: no staged snapshot of a
 committed run unpublished, no snapshot of an uncommitted run published, every SUCCEEDED run
 with records published (``publish_state`` done), every rolled-back published run removed by a
-``sparkmark.rollback-of`` commit; unpublished snapshots of runs that did not commit are allowed
+``sparkmark.sinks.rollback-of`` commit; unpublished snapshots of runs that did not commit are allowed
 and counted (``iceberg_unpublished_uncommitted``).  A failing schedule is shrunk (steps removed one at a time
 while it still fails) and printed as a one-line ``--replay`` command.  Prints a table; writes
 benchmarks/results/chaos.json (``faults`` and ``jobs`` per kind, outcomes, ``reset_states``).
@@ -158,8 +158,8 @@ WORKER_TIMEOUT = float(os.environ.get("SPARKMARK_CHAOS_WORKER_TIMEOUT", "240"))
 # ---------------------------------------------------------------------------- the job
 def worker(a: argparse.Namespace) -> None:
     from sparkmark import ConcurrentRunError, Job
-    from sparkmark.clock import system_clock
-    from sparkmark.spark import local_session
+    from sparkmark.core.clock import system_clock
+    from sparkmark.engine.spark import local_session
 
     def mark(m: str) -> None:
         print(m, flush=True)
@@ -237,7 +237,7 @@ def build_pipeline(spark, state: str | None, input: str, target: str, clock=None
     ``<A|B|C>:before-read``, ``:before-write``, ``:before-commit``, ``:in-commit`` (the job's
     ``write`` and ``commit`` wrapped on the module's own Job, as the files job prints them)."""
     from sparkmark import Pipeline
-    from sparkmark.pipeline import SNAPSHOT_COL
+    from sparkmark.lifecycle.pipeline import SNAPSHOT_COL
 
     p = Pipeline(PIPELINE, spark, state=state, primordial_date=PIPELINE_PRIMORDIAL,
                  max_days_to_load=PIPELINE_MAX_DAYS, clock=clock)
@@ -295,7 +295,7 @@ def write_pipeline_file(path: Path, state: str, input: Path, target: Path) -> No
         "import sys\n"
         f"sys.path.insert(0, {str(ROOT / 'benchmarks')!r})\n"
         "from chaos import build_pipeline\n"
-        "from sparkmark.spark import local_session\n"
+        "from sparkmark.engine.spark import local_session\n"
         f"p = build_pipeline(local_session('chaos-rollback', cores=1), {state!r}, "
         f"{str(input)!r}, {str(target)!r})\n")
 
@@ -306,7 +306,7 @@ def pipeline_worker(a: argparse.Namespace, spark, mark, offset: int) -> None:
     ``REFUSED`` when the run or one module was refused by another driver's lease, ``done``
     when every module committed, and ``RESULT`` (the summary) at the end."""
     from sparkmark import ConcurrentRunError
-    from sparkmark.clock import system_clock
+    from sparkmark.core.clock import system_clock
 
     p = build_pipeline(spark, a.state, a.input, a.target,
                        clock=(lambda: system_clock() + offset) if offset else None, mark=mark)
@@ -383,8 +383,8 @@ def verify_iceberg(spark) -> None:
     t = ICEBERG_TABLE
     rows = spark.sql(
         f"SELECT s.snapshot_id, s.operation, s.summary['wap.id'], s.summary['published-wap-id'],"
-        f" s.summary['sparkmark.run-id'], s.summary['added-records'],"
-        f" s.summary['sparkmark.rollback-of'], coalesce(h.is_current_ancestor, false) "
+        f" s.summary['sparkmark.core.run-id'], s.summary['added-records'],"
+        f" s.summary['sparkmark.sinks.rollback-of'], coalesce(h.is_current_ancestor, false) "
         f"FROM {t}.snapshots s LEFT JOIN {t}.history h ON s.snapshot_id = h.snapshot_id"
     ).collect()
     keys = ("snapshot_id", "operation", "wap_id", "published_wap_id", "run_id", "added",
@@ -401,7 +401,7 @@ def iceberg_problems(snaps: list[dict], rows: list[dict]) -> tuple[list[str], in
     a committed (SUCCEEDED/EMPTY) run with rows still unpublished; a published snapshot of a
     run that is not SUCCEEDED (or ROLLED_BACK: published, then removed); a SUCCEEDED run that
     wrote rows but has no published snapshot, or is still ``pending``; a ROLLED_BACK run whose
-    published rows no ``sparkmark.rollback-of`` commit in the ancestry removed.  Returns the
+    published rows no ``sparkmark.sinks.rollback-of`` commit in the ancestry removed.  Returns the
     problems and the number of unpublished snapshots of runs that did not commit (allowed:
     Iceberg's ``expire_snapshots`` drops them, docs/tables.md; an EMPTY run's row-less staged
     snapshot is not counted).
@@ -563,7 +563,7 @@ def write_s3_spark_defaults(conf_dir: Path, server) -> None:
     path-style access: how a user hands them to a script started with plain ``python`` and to
     the CLI (SPARK_CONF_DIR)."""
     from sparkmark.devtools.s3 import s3a_jars, s3a_session_conf
-    from sparkmark.spark import jdbc_jars
+    from sparkmark.engine.spark import jdbc_jars
     conf = {**s3a_session_conf(jars=s3a_jars(fetch=False)), **server.spark_conf()}
     conf["spark.jars"] = ",".join(jdbc_jars() + s3a_jars(fetch=False))
     conf_dir.mkdir(parents=True, exist_ok=True)
@@ -870,7 +870,7 @@ class Schedule:
         self.reset_seen = len(self.committed)  # these may be ROLLED_BACK from now on
         # through sh: the CLI's error line (stderr) reaches the harness with its stdout
         cmd = ["sh", "-c", 'exec "$0" "$@" 2>&1', sys.executable, "-c",
-               "from sparkmark.cli import main; main()", "--state", self.state, "bookmark",
+               "from sparkmark.ops.cli import main; main()", "--state", self.state, "bookmark",
                "reset", JOB, "--remove-output"]
         outcome = self.killed_cli(cmd, s, "reset", "")
         if outcome == "hung":
@@ -934,7 +934,7 @@ class Schedule:
         modules = sorted({r["module_id"] for r in before if r["run_id"] in cut})
         self.reset_seen = len(self.committed)  # these may be ROLLED_BACK from now on
         cmd = ["sh", "-c", 'exec "$0" "$@" 2>&1', sys.executable, "-c",
-               "from sparkmark.cli import main; main()", "--state", self.state, "rollback",
+               "from sparkmark.ops.cli import main; main()", "--state", self.state, "rollback",
                str(self.pipeline_file), "--since", PIPELINE_PRIMORDIAL]
         for m in modules or sorted(PIPELINE_MODULES):
             cmd += ["--module", str(m)]
@@ -1356,7 +1356,7 @@ def staged_rows(sch: "Schedule") -> int:
 def bookmark_of(state_url: str, job: str = JOB) -> dict | None:
     """The job's current bookmark entry (``Version``, ``JobBookmark``, ...), None before the
     job's first run."""
-    from sparkmark.errors import UnknownJobError
+    from sparkmark.core.errors import UnknownJobError
     from sparkmark.state.store import open_store
     store = open_store(state_url)
     try:

@@ -63,7 +63,7 @@ def iceberg_conf(warehouse: str, s3: Any = None) -> dict[str, str]:
     """A Hadoop catalog ``local`` whose warehouse is ``warehouse`` (a folder, or an
     ``s3a://`` URL on the S3 server ``s3``) with the Iceberg jars (Spark 3.5)."""
     from sparkmark.devtools.iceberg import iceberg_jars, iceberg_session_conf
-    from sparkmark.spark import jdbc_jars
+    from sparkmark.engine.spark import jdbc_jars
     jars = iceberg_jars(fetch=False)
     conf = iceberg_session_conf(warehouse, jars=jars)
     extra: list[str] = []
@@ -79,7 +79,7 @@ def iceberg_conf(warehouse: str, s3: Any = None) -> dict[str, str]:
 # ---------------------------------------------------------------------------- the job
 def worker(a: argparse.Namespace) -> None:
     from sparkmark import Job
-    from sparkmark.spark import local_session
+    from sparkmark.engine.spark import local_session
 
     def mark(m: str) -> None:
         print(m, flush=True)
@@ -114,11 +114,11 @@ def worker(a: argparse.Namespace) -> None:
 def verify(a: argparse.Namespace) -> None:
     """Print the record ids in the target (with multiplicity) as JSON."""
     if a.sink in ICEBERG_SINKS:
-        from sparkmark.spark import local_session
+        from sparkmark.engine.spark import local_session
         spark = local_session("crash-verify", cores=1, extra_conf=s3_conf())
         ids = [r.id for r in spark.table(ICEBERG_TABLE).select("id").collect()]
     elif a.sink == "s3":
-        from sparkmark.spark import local_session
+        from sparkmark.engine.spark import local_session
         spark = local_session("crash-verify", cores=1, extra_conf=s3_conf())
         try:
             ids = [r.id for r in spark.read.parquet(a.target).select("id").collect()]
@@ -127,7 +127,7 @@ def verify(a: argparse.Namespace) -> None:
                 raise
             ids = []
     elif a.sink == "files":
-        from sparkmark.spark import local_session
+        from sparkmark.engine.spark import local_session
         spark = local_session("crash-verify", cores=1)
         if os.path.isdir(a.target) and any(not n.startswith(("_", "."))
                                            for n in os.listdir(a.target)):

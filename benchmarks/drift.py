@@ -28,7 +28,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
     from sparkmark import Job
-    from sparkmark.spark import local_session
+    from sparkmark.engine.spark import local_session
     spark = local_session("sparkmark-bench-drift")
     root = tempfile.mkdtemp(prefix="sm-drift-")
     try:

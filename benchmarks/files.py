@@ -135,7 +135,7 @@ def bench_size(spark, n: int, runs: int, work: Path, repeat: int) -> dict:
     # Every repetition is a real next run: 1% new files, a minute old for sparkmark's simulated
     # clock, which moves 20 minutes per repetition (no rewinding of the bookmark: a rewound
     # run re-reads files that the audit already holds, which no scheduled run does)
-    from sparkmark import compat
+    from sparkmark.engine import compat
     new_n = max(1, n // 100)
     next_id = n
     cutoff = 0
@@ -242,7 +242,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
-    from sparkmark.spark import local_session
+    from sparkmark.engine.spark import local_session
     spark = local_session("sparkmark-bench-files")
     work = Path(args.workdir or tempfile.mkdtemp(prefix="sm-bench-files-"))
     results = []

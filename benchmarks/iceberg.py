@@ -273,7 +273,7 @@ class Phases:
                 (publish, "publish_table", "publish (fast-forward, else cherry-pick)")]:
             if hasattr(owner, attr):  # names of this checkout's sparkmark (they change)
                 self.wrap(owner, attr, label)
-        from sparkmark import job as job_mod
+        from sparkmark.lifecycle import job as job_mod
         orig_init = job_mod.Job.__init__
         orig_jinit = job_mod.Job.init
 
@@ -384,7 +384,7 @@ def main(argv=None) -> int:
 
     import sparkmark
     from sparkmark.devtools.iceberg import iceberg_jars, iceberg_session_conf, runtime_jar
-    from sparkmark.spark import local_session
+    from sparkmark.engine.spark import local_session
     try:
         runtime = runtime_jar()
     except LookupError as e:  # no Iceberg runtime for this Spark line (.venv35 and .venv41 have one)
@@ -405,7 +405,7 @@ def main(argv=None) -> int:
             conf = iceberg_session_conf(str(work / "wh"), jars=iceberg_jars(fetch=False))
         if a.catalog == "jdbc":
             from sparkmark.devtools.postgres import start_postgres
-            from sparkmark.spark import jdbc_jars
+            from sparkmark.engine.spark import jdbc_jars
             pg = start_postgres()
             pg.create_database("iceberg_catalog")
             prefix = "spark.sql.catalog.local"

@@ -38,7 +38,7 @@ import sqlalchemy as sa
 
 from sparkmark import Job
 from sparkmark.devtools.postgres import start_postgres
-from sparkmark.spark import local_session
+from sparkmark.engine.spark import local_session
 
 RESULTS = Path(__file__).parent / "results" / "jdbc.json"
 

@@ -111,7 +111,7 @@ def scenario(args) -> dict:
     element = json.loads(state_file.read_text()) if args.phase == "incremental" else None
     T = args.t0 + (20 * MIN if args.phase == "incremental" else 0)
     jpid = jvm_pid(spark)
-    from sparkmark.fs import file_system
+    from sparkmark.engine.fs import file_system
     fs = file_system(spark, str(root))  # warm: Hadoop's FileSystem classes load before timing
     fs.status_of(fs.qualify(str(root)))
     out["baseline_rss_mb"] = _rss_mb("self")

@@ -1,4 +1,4 @@
-"""Benchmark: py4j answer latency by answer size, with and without ``sparkmark.jvm.quick_acks``.
+"""Benchmark: py4j answer latency by answer size, with and without ``sparkmark.engine.jvm.quick_acks``.
 
 py4j's Java side writes an answer of more than 8 KB in two sends with Nagle's algorithm on, and
 Linux delays the ACK of the first on an interactive connection, so every such answer waits up
@@ -28,8 +28,8 @@ RESULTS = ROOT / "benchmarks" / "results" / "py4j_answers.json"
 
 def child(sizes: list[int], repeat: int, quick: bool) -> dict:
     sys.path.insert(0, str(ROOT / "src"))
-    from sparkmark.jvm import java_class, quick_acks
-    from sparkmark.spark import local_session
+    from sparkmark.engine.jvm import java_class, quick_acks
+    from sparkmark.engine.spark import local_session
     spark = local_session("py4j-bench", cores=1)
     on = quick_acks(spark) if quick else False
     utils = java_class(spark, "org.apache.commons.lang3.StringUtils")

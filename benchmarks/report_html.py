@@ -3,7 +3,7 @@
     python benchmarks/report_html.py [--runs 1000,10000] [--repeat 3]
 
 Seeds a SQLite state store with N module runs (8 modules of one pipeline, every status), writes
-the page with ``sparkmark.report_html.write_html_report`` and opens it in headless chromium
+the page with ``sparkmark.ops.report_html.write_html_report`` and opens it in headless chromium
 (Debian's ``chromium``) ``--repeat`` times.  "ready" is the page's own ``performance.now()``
 (from navigation start) once every chart and the table are drawn; "chromium" is the whole
 browser process, start-up included.  Goal (issue 12): < 2 s to open and < 5 MB at 10,000 rows.
@@ -56,7 +56,7 @@ def main() -> None:
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     if chromium is None:
         raise SystemExit("chromium missing: apt-get install chromium")
-    from sparkmark.report_html import write_html_report
+    from sparkmark.ops.report_html import write_html_report
     results = []
     for n in (int(x) for x in a.runs.split(",")):
         with tempfile.TemporaryDirectory() as tmp:

@@ -177,7 +177,7 @@ def main() -> None:
     import pyspark
 
     from sparkmark.devtools.s3 import Bucket, s3a_session_conf, start_moto
-    from sparkmark.spark import local_session
+    from sparkmark.engine.spark import local_session
     server = start_moto()
     spark = local_session("bench-s3", extra_conf={**s3a_session_conf(), **server.spark_conf()})
     old = json.loads(Path(a.json).read_text()) if Path(a.json).exists() else {}

@@ -233,7 +233,7 @@ def scenario_driver_b(spark, a) -> None:
     from test_files import write_orders
 
     from sparkmark import Job
-    from sparkmark.errors import ConcurrentRunError
+    from sparkmark.core.errors import ConcurrentRunError
     work = Path(a.work)
     _wait_file(work / "a-holding")
     holder = (work / "a-holding").read_text()

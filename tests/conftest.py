@@ -100,7 +100,7 @@ def s3_session_conf() -> dict[str, str]:
     jars = s3_jars()
     if jars is None:
         return {}
-    from sparkmark.spark import jdbc_jars
+    from sparkmark.engine.spark import jdbc_jars
     conf = s3a_session_conf(jars=jars)
     conf["spark.jars"] = ",".join(jdbc_jars() + jars)  # keep the JDBC drivers on the classpath
     return conf
@@ -108,7 +108,7 @@ def s3_session_conf() -> dict[str, str]:
 
 @pytest.fixture(scope="session")
 def classic_spark():
-    from sparkmark.spark import local_session
+    from sparkmark.engine.spark import local_session
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     session = local_session("sparkmark-tests", extra_conf=s3_session_conf())
     yield session
@@ -126,7 +126,7 @@ def connect_server(request):
     """A real Spark Connect server (pyspark's jars, --master local[2]), once per test run; with
     the s3a jars and the moto server's settings when the jars are cached."""
     from sparkmark.devtools.cluster import start_connect
-    from sparkmark.spark import jdbc_jars
+    from sparkmark.engine.spark import jdbc_jars
     conf = s3_session_conf()
     jars = None
     if conf:
@@ -286,7 +286,7 @@ def ice(tmp_path_factory):
     from pyspark.sql import SparkSession
 
     from sparkmark.devtools.iceberg import EXTENSIONS, iceberg_session_conf
-    from sparkmark.spark import jdbc_jars, local_session
+    from sparkmark.engine.spark import jdbc_jars, local_session
     before = SparkSession.getActiveSession()
     conf = iceberg_session_conf(str(tmp_path_factory.mktemp("iceberg-wh")), jars=jars)
     s3a = s3_jars() or []

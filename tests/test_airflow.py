@@ -21,13 +21,13 @@ if os.environ.get("SPARKMARK_REQUIRE_SCHEDULER") == "1":
 else:
     pytest.importorskip("airflow")
 
-from sparkmark.ledger import ledger_rows  # noqa: E402
+from sparkmark.state.ledger import ledger_rows  # noqa: E402
 
 JOB_SCRIPT = '''
 import sys
 from pyspark.sql import SparkSession
 from sparkmark import Job
-from sparkmark.options import argv_to_dict
+from sparkmark.core.options import argv_to_dict
 
 args = argv_to_dict(sys.argv)
 spark = (SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")

@@ -4,8 +4,11 @@
 - no module imports another module's private name (``from x import _y``);
 - no module touches another object's private members (``obj._x``), outside ``self``/``cls``
   and py4j handles (``_jvm``, ``_jsc``, ``_gateway``, ``_jsparkSession``, ...);
-- sources and sinks never import ``sparkmark.job``: they talk to a run through
-  :class:`sparkmark.run.RunContext`;
+- sources and sinks never import ``sparkmark.lifecycle.job``: they talk to a run through
+  :class:`sparkmark.core.run.RunContext`;
+- the packages are layers: a package imports only the packages below it (``LAYERS``);
+- the top level stays a short list of packages, and no module grows past ``MAX_LINES`` without
+  saying why in its docstring;
 - every public module ships a docstring, and the package is typed (``py.typed``).
 """
 from __future__ import annotations
@@ -146,13 +149,13 @@ def test_no_use_of_other_objects_private_members():
 @pytest.mark.parametrize("package", ["sparkmark.sources", "sparkmark.sinks"])
 def test_sources_and_sinks_never_import_the_job(package):
     offenders = [f"{mod} imports {target}" for mod in MODULES if mod.startswith(package)
-                 for target, _, _ in _imports(mod) if target == "sparkmark.job"]
+                 for target, _, _ in _imports(mod) if target == "sparkmark.lifecycle.job"]
     assert offenders == []
 
 
 def test_job_imports_its_sources_and_sinks_at_the_top():
-    tree = ast.parse(MODULES["sparkmark.job"].read_text())
-    top = {_resolve("sparkmark.job", n) for n in tree.body if isinstance(n, ast.ImportFrom)}
+    tree = ast.parse(MODULES["sparkmark.lifecycle.job"].read_text())
+    top = {_resolve("sparkmark.lifecycle.job", n) for n in tree.body if isinstance(n, ast.ImportFrom)}
     assert {"sparkmark.sources.files", "sparkmark.sources.jdbc", "sparkmark.sinks"} <= top
 
 
@@ -171,7 +174,11 @@ def test_public_api_has_docstrings_with_examples():
     import inspect
 
     import sparkmark
-    from sparkmark import bookmarks, job, pipeline, run, status
+    from sparkmark.ops import bookmarks
+
+    from sparkmark.lifecycle import job, pipeline
+
+    from sparkmark.core import run, status
 
     missing = []
     for module in (bookmarks, job, pipeline, run, status):
@@ -191,3 +198,69 @@ def test_public_api_has_docstrings_with_examples():
                         missing.append(f"{module.__name__}.{name}.{mname}")
     assert missing == [], f"public names without a docstring/example: {missing}"
     assert sparkmark.__doc__
+
+
+# The packages of ``sparkmark``, lowest layer first.  A package may import the packages of the
+# layers below it, never one of its own layer or above (sources and sinks are siblings: neither
+# imports the other).  The package root (``from sparkmark import Job``) is the public face: it
+# may import any layer lazily, and only the layers from ``ops`` up import it.
+LAYERS: list[set[str]] = [
+    {"core"},                    # errors, statuses, clock, options, the run seam
+    {"planning"},                # pure planning
+    {"engine"},                  # JVM, Spark versions, file systems, JDBC, table metadata
+    {"state"},                   # the state store and the ledger rows
+    {"sources", "sinks"},        # read, and write exactly once
+    {"lifecycle"},               # Job, Pipeline
+    {"ops"},                     # CLI, bookmark administration, reports, demo
+    {"glue", "integrations"},    # Glue scripts, Airflow, Dagster
+    {"devtools"},                # the real servers tests, benchmarks and the demo start
+]
+RANK = {pkg: i for i, layer in enumerate(LAYERS) for pkg in layer}
+ROOT_IMPORTERS_FROM = RANK["ops"]
+
+
+def _package(mod: str) -> str:
+    parts = mod.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def test_the_top_level_is_a_short_list_of_layered_packages():
+    entries = sorted(p.name for p in SRC.iterdir() if not p.name.startswith((".", "__pycache__")))
+    packages = {p.name for p in SRC.iterdir() if (p / "__init__.py").is_file()}
+    assert packages == set(RANK), f"packages not in LAYERS (or gone): {packages ^ set(RANK)}"
+    assert entries == sorted(packages | {"__init__.py", "py.typed"}), entries
+
+
+def _layer_violations(graph: dict[str, set[str]]) -> list[str]:
+    bad = []
+    for mod, deps in graph.items():
+        a = _package(mod)
+        for dep in deps:
+            b = _package(dep)
+            if a == b:
+                continue
+            if a == "":        # the root re-exports the public API
+                ok = b != "devtools"
+            elif b == "":      # the public API, used from the operator's tools up
+                ok = RANK[a] >= ROOT_IMPORTERS_FROM
+            else:
+                ok = RANK[b] < RANK[a]
+            if not ok:
+                bad.append(f"{mod} imports {dep}")
+    return sorted(bad)
+
+
+def test_each_package_imports_only_the_layers_below_it():
+    bad = _layer_violations(_graph())
+    assert bad == [], "imports against the layers:\n" + "\n".join(bad)
+
+
+def test_the_layer_check_sees_upward_sideways_and_root_imports():
+    graph = _graph()
+    graph["sparkmark.planning.bands"] = graph["sparkmark.planning.bands"] | {
+        "sparkmark.lifecycle.job", "sparkmark.planning.listing"}
+    graph["sparkmark.sinks.files"] = graph["sparkmark.sinks.files"] | {"sparkmark.sources.files"}
+    graph["sparkmark.state.store"] = graph["sparkmark.state.store"] | {"sparkmark"}
+    assert _layer_violations(graph) == ["sparkmark.planning.bands imports sparkmark.lifecycle.job",
+                                        "sparkmark.sinks.files imports sparkmark.sources.files",
+                                        "sparkmark.state.store imports sparkmark"]

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from sparkmark.errors import ConfigError
+from sparkmark.core.errors import ConfigError
 from sparkmark.planning.listing import FullInterval
 from sparkmark.planning.filecolumns import FileColumns
 from sparkmark.planning.bands import (BandOptions, BandState, FileEntry, excluded, glob_to_regex,

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from sparkmark import Bookmarks, Job
-from sparkmark.errors import (ConcurrentRunError, ConfigError, JobStateError, UnknownJobError,
+from sparkmark.core.errors import (ConcurrentRunError, ConfigError, JobStateError, UnknownJobError,
                               UnknownRunError)
-from sparkmark.options import ENABLE
+from sparkmark.core.options import ENABLE
 
 from test_jdbc_derby import derby  # noqa: F401 - the embedded Derby fixture
 

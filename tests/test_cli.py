@@ -9,7 +9,7 @@ from pathlib import Path
 
 
 from sparkmark import Job
-from sparkmark.options import ENABLE
+from sparkmark.core.options import ENABLE
 
 EN = {"job_bookmark_option": ENABLE}
 SPARKMARK = str(Path(sys.executable).with_name("sparkmark"))
@@ -104,7 +104,7 @@ def test_state_works_after_the_command_and_version_prints(state_url, clock):
     """``--state`` before or after the command (or as ``--state=URL``) reaches the same store;
     ``--version`` prints sparkmark's version."""
     import sparkmark
-    from sparkmark.cli import hoist_state
+    from sparkmark.ops.cli import hoist_state
     _runs(state_url, clock, n=1)
     for args in (["--state", state_url, "bookmark", "get", "orders"],
                  ["bookmark", "get", "orders", "--state", state_url],

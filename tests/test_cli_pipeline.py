@@ -15,7 +15,7 @@ SPARKMARK = str(Path(sys.executable).with_name("sparkmark"))
 PIPELINE = textwrap.dedent("""
     import os
     from sparkmark import Pipeline
-    from sparkmark.spark import local_session
+    from sparkmark.engine.spark import local_session
 
     BASE = os.environ["CLIP_DATA"]
     p = Pipeline("clip", local_session("cli-test", cores=1), primordial_date="2024-01-01",

@@ -67,7 +67,7 @@ def test_progress_on_a_terminal_and_not_when_piped_or_quiet(tmp_path):
 LISTING_PIPELINE = """
 import os
 from sparkmark import Pipeline
-from sparkmark.spark import local_session
+from sparkmark.engine.spark import local_session
 
 BASE = os.environ["CLIP_DATA"]
 p = Pipeline("lister", local_session("cli-test", cores=1), primordial_date="2024-01-01",

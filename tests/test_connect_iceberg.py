@@ -15,7 +15,7 @@ import os
 import pytest
 
 from sparkmark import Bookmarks, Job
-from sparkmark.options import ENABLE
+from sparkmark.core.options import ENABLE
 
 from conftest import iceberg_jar_paths
 
@@ -31,7 +31,7 @@ def remote(tmp_path_factory):
 
     from sparkmark.devtools.cluster import start_connect
     from sparkmark.devtools.iceberg import iceberg_session_conf
-    from sparkmark.spark import jdbc_jars
+    from sparkmark.engine.spark import jdbc_jars
     conf = iceberg_session_conf(str(tmp_path_factory.mktemp("connect-ice-wh")), catalog="cx",
                                 jars=jars)
     conf.pop("spark.jars")
@@ -80,7 +80,7 @@ def _run(spark, state, clock, src, tgt, *, fail_after_write=False):
 
 def test_an_iceberg_source_and_target_over_spark_connect_are_exactly_once(
         remote, sqlite_url, clock):
-    from sparkmark.compat import is_connect
+    from sparkmark.engine.compat import is_connect
     assert is_connect(remote)
     src, tgt = _tables(remote)
     _insert(remote, src, 1, 2, 3)

@@ -24,7 +24,7 @@ from sparkmark.integrations.dagster import (CHECK_NAME, SparkmarkResource,  # no
                                             ledger_metadata, materialize_job_result,
                                             module_asset_key, report_to_pipes,
                                             sparkmark_pipeline_assets, status_check_spec)
-from sparkmark.ledger import ledger_rows  # noqa: E402
+from sparkmark.state.ledger import ledger_rows  # noqa: E402
 
 MIN = 60_000
 H = 60 * MIN
@@ -65,7 +65,7 @@ def materialized(result):
 def orders_asset(spark, clock, src, out, *, fail=False):
     @dg.asset(check_specs=[status_check_spec("orders")])
     def orders(sparkmark: SparkmarkResource) -> dg.MaterializeResult:
-        with sparkmark.job(spark, clock=clock).run("orders", ENABLE) as job:
+        with sparkmark.lifecycle.job(spark, clock=clock).run("orders", ENABLE) as job:
             df = job.read.files(src, format="json", transformation_ctx="orders_src")
             if fail:
                 raise RuntimeError("boom: bad orders")
@@ -342,7 +342,7 @@ if mode == "fail":  # fails before Spark is needed: reported, then the process f
             raise RuntimeError("boom in the pipes process")
     finally:
         report_to_pipes(job, check_name="sparkmark_status")
-from sparkmark.spark import local_session
+from sparkmark.engine.spark import local_session
 spark = local_session("sparkmark-pipes-test", cores=1)
 with Job(spark, state=state).run("pipes_orders", ENABLE) as job:
     job.write(job.read.files(src, format="json", transformation_ctx="src"), out,
@@ -405,7 +405,7 @@ def test_import_sparkmark_does_not_import_dagster_and_the_module_needs_it():
     import subprocess
     code = ("import sys, sparkmark, sparkmark.integrations\n"
             "from sparkmark import Job, Pipeline, Bookmarks\n"
-            "import sparkmark.ledger, sparkmark.cli\n"
+            "import sparkmark.state.ledger, sparkmark.ops.cli\n"
             "assert not [m for m in sys.modules if m.startswith(('dagster', 'sparkmark.integr"
             "ations.dagster'))], sorted(sys.modules)\n"
             "sys.modules['dagster'] = None  # as if the extra were not installed\n"

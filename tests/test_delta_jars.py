@@ -30,7 +30,7 @@ def delta(tmp_path_factory):
     from pyspark.sql import SparkSession
 
     from sparkmark.devtools.delta import EXTENSIONS, delta_jars, delta_session_conf
-    from sparkmark.spark import local_session
+    from sparkmark.engine.spark import local_session
     try:
         jars = delta_jars(fetch=False)
     except (LookupError, FileNotFoundError) as e:

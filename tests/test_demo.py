@@ -6,7 +6,7 @@ import re
 
 from rich.console import Console
 
-from sparkmark.demo import JOB, run_demo
+from sparkmark.ops.demo import JOB, run_demo
 from sparkmark.state import open_store
 
 

@@ -80,7 +80,7 @@ def test_a_local_root_is_what_hadoop_makes_of_it(classic_spark, tmp_path):
     """``local_root`` qualifies and stats a plain local directory the way Hadoop's
     ``makeQualified`` + ``getFileStatus`` do (the root resolution without py4j, issue 26), and
     leaves every other spelling to Hadoop."""
-    from sparkmark.fs import HadoopFS, default_fs
+    from sparkmark.engine.fs import HadoopFS, default_fs
     d = tmp_path / "in_x=1.a-b+c@d~e,f"
     d.mkdir()
     (d / "f.json").write_text("{}")

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sparkmark import compat
+from sparkmark.engine import compat
 from sparkmark.planning.listing import FileEntry, hidden
 from sparkmark.sources import fileindex
 from sparkmark.sources.fileindex import load_listed, statuses_text, usable
@@ -174,7 +174,7 @@ def test_the_helpers_paths_are_hadoops_paths_of_the_same_text(spark, heads, tail
     """The JVM helper makes a status's Path from its text as a URI where Path's own string
     constructor would change nothing (fast: issue 26) and through that constructor otherwise:
     either way the Path equals ``new Path(text)``, with the same text, URI and hash."""
-    from sparkmark.jvm import helper, java_class
+    from sparkmark.engine.jvm import helper, java_class
     jpath = java_class(spark, "org.apache.hadoop.fs.Path")
     texts = [h + t for h, t in zip(heads, tails)] + [
         "file:///in/dt=2024-01-01/a.json", "s3a://bucket/k/part-0.json", "file:///in/./a",

@@ -8,8 +8,10 @@ import os
 
 import pytest
 
-from sparkmark import Job, compat
-from sparkmark.compat import is_connect
+from sparkmark import Job
+
+from sparkmark.engine import compat
+from sparkmark.engine.compat import is_connect
 from sparkmark.planning.bands import BandOptions
 from sparkmark.sources.files import has_spark_avro, list_inputs
 

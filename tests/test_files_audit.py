@@ -20,8 +20,8 @@ from typer.testing import CliRunner
 
 from sparkmark.state.schema import SCHEMA_VERSION
 from sparkmark import Bookmarks, Job
-from sparkmark.cli import app
-from sparkmark.errors import ConfigError, SourceError, UnknownJobError
+from sparkmark.ops.cli import app
+from sparkmark.core.errors import ConfigError, SourceError, UnknownJobError
 
 EN = {"job_bookmark_option": "job-bookmark-enable"}
 MIN = 60_000
@@ -33,8 +33,8 @@ def audit_path(request, monkeypatch):
     """Both ways a run's audit rows are written: in the commit's transaction, and ahead of it
     by a thread (``EARLY_AUDIT_FILES``: a large read's, here any read's)."""
     if request.param == "ahead":
-        import sparkmark.job
-        monkeypatch.setattr(sparkmark.job, "EARLY_AUDIT_FILES", 1)
+        import sparkmark.lifecycle.job
+        monkeypatch.setattr(sparkmark.lifecycle.job, "EARLY_AUDIT_FILES", 1)
     return request.param
 
 
@@ -273,7 +273,7 @@ def test_a_version_1_store_gains_the_audit_table_on_first_use(spark, tmp_path, c
 
 
 def test_the_page_lists_a_runs_files_with_a_count(spark, sqlite_url, clock, tmp_path):
-    from sparkmark.report_html import FILES_PER_RUN, page_data
+    from sparkmark.ops.report_html import FILES_PER_RUN, page_data
     src = tmp_path / "in"
     for i in range(FILES_PER_RUN + 5):
         put(src, f"f{i:04d}.json", f'{{"id": {i}}}\n', clock.now - 10 * MIN)
@@ -387,8 +387,8 @@ def test_audit_rows_written_ahead_count_only_once_the_run_commits(spark, sqlite_
     """A large read's audit rows go in ahead of the commit (a thread, while Spark builds the
     read): before the commit they are in the table but no reader sees them (``files``, the
     page's counts, onModified's earlier reads); the commit makes them count at once."""
-    import sparkmark.job
-    monkeypatch.setattr(sparkmark.job, "EARLY_AUDIT_FILES", 2)
+    import sparkmark.lifecycle.job
+    monkeypatch.setattr(sparkmark.lifecycle.job, "EARLY_AUDIT_FILES", 2)
     src = tmp_path / "in"
     put(src, "a.json", '{"id": 1}\n', clock.now - 10 * MIN)
     put(src, "b.json", '{"id": 2}\n', clock.now - 9 * MIN)
@@ -411,8 +411,8 @@ def test_audit_rows_written_ahead_count_only_once_the_run_commits(spark, sqlite_
 
 def test_a_failed_run_deletes_the_audit_rows_it_wrote_ahead(spark, sqlite_url, clock, tmp_path,
                                                             monkeypatch):
-    import sparkmark.job
-    monkeypatch.setattr(sparkmark.job, "EARLY_AUDIT_FILES", 1)
+    import sparkmark.lifecycle.job
+    monkeypatch.setattr(sparkmark.lifecycle.job, "EARLY_AUDIT_FILES", 1)
     src = tmp_path / "in"
     put(src, "a.json", '{"id": 1}\n', clock.now - 10 * MIN)
     _, _, job = run(spark, sqlite_url, clock, src, commit=False)
@@ -429,8 +429,8 @@ def test_a_run_that_died_leaves_audit_rows_no_reader_counts(spark, sqlite_url, c
     """A run that never ended (its process gone: here the lease is released from outside)
     leaves the rows it wrote ahead; they are not a read, so onModified=fail does not call the
     file a rewrite when it changed since, and the retention removes them."""
-    import sparkmark.job
-    monkeypatch.setattr(sparkmark.job, "EARLY_AUDIT_FILES", 1)
+    import sparkmark.lifecycle.job
+    monkeypatch.setattr(sparkmark.lifecycle.job, "EARLY_AUDIT_FILES", 1)
     src = tmp_path / "in"
     put(src, "a.json", '{"id": 1}\n', clock.now - 10 * MIN)
     _, _, dead = run(spark, sqlite_url, clock, src, commit=False)
@@ -452,8 +452,8 @@ def test_audit_rows_that_cannot_be_written_ahead_fail_the_run_and_commit_nothing
         spark, sqlite_url, clock, tmp_path, monkeypatch):
     """The store refuses the rows (here a trigger of the SQLite file itself): the commit
     raises that error, the run is FAILED, the bookmark did not move and no row stays."""
-    import sparkmark.job
-    monkeypatch.setattr(sparkmark.job, "EARLY_AUDIT_FILES", 1)
+    import sparkmark.lifecycle.job
+    monkeypatch.setattr(sparkmark.lifecycle.job, "EARLY_AUDIT_FILES", 1)
     src = tmp_path / "in"
     put(src, "a.json", '{"id": 1}\n', clock.now - 10 * MIN)
     assert run(spark, sqlite_url, clock, src)[0] == [1]  # the store and its tables exist

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from sparkmark import Bookmarks, Job
-from sparkmark.errors import ConfigError, SourceError
+from sparkmark.core.errors import ConfigError, SourceError
 
 EN = {"job_bookmark_option": "job-bookmark-enable"}
 MIN = 60_000
@@ -219,7 +219,7 @@ def test_the_issue_wedge_is_gone_and_spark_own_handling_names_the_way_out(
     "30.5".  By default the run succeeds (the text is rescued); with Spark's own handling the
     target's clash names the input file and the command that skips it, and after that command
     the next run reads past it."""
-    from sparkmark.errors import SinkError
+    from sparkmark.core.errors import SinkError
     src, out = tmp_path / "in", str(tmp_path / "out")
 
     def run(opts):
@@ -280,7 +280,7 @@ def test_counts_ride_on_the_jobs_own_action_or_are_taken_at_commit(spark, sqlite
     """The rescued/malformed counts cost no extra pass when the job's own action reads the
     files (a Spark Observation on the returned DataFrame; on classic sessions the commit then
     starts no Spark job), and are still exact when no action ran (one aggregate at commit)."""
-    from sparkmark.compat import is_connect
+    from sparkmark.engine.compat import is_connect
     src = tmp_path / "in"
     put(src, "b.json", FILES["json"][1], clock.now - 5 * MIN)
     job = Job(spark, state=sqlite_url, clock=clock).init("orders", EN)

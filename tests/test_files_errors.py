@@ -6,8 +6,10 @@ import os
 
 import pytest
 
-from sparkmark import Job, compat
-from sparkmark.errors import ConfigError, SinkError, SourceError
+from sparkmark import Job
+
+from sparkmark.engine import compat
+from sparkmark.core.errors import ConfigError, SinkError, SourceError
 
 ENABLE = {"job_bookmark_option": "job-bookmark-enable"}
 MIN = 60_000

@@ -13,7 +13,7 @@ import time
 import pytest
 
 from sparkmark import Job
-from sparkmark.errors import SourceError
+from sparkmark.core.errors import SourceError
 from sparkmark.planning.bands import BandOptions
 from sparkmark.planning.listing import LOCAL_MARGIN_MS
 from sparkmark.sources.files import list_inputs

@@ -12,7 +12,9 @@ import os
 
 import pytest
 
-from sparkmark import Job, compat
+from sparkmark import Job
+
+from sparkmark.engine import compat
 from sparkmark.sources import files as files_source
 
 ENABLE = {"job_bookmark_option": "job-bookmark-enable"}

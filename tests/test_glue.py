@@ -14,7 +14,7 @@ import os
 import pytest
 
 from sparkmark import Bookmarks
-from sparkmark.errors import ConfigError, SinkError, SourceError, SparkmarkError
+from sparkmark.core.errors import ConfigError, SinkError, SourceError, SparkmarkError
 
 # importing sparkmark.glue may set PYSPARK_SUBMIT_ARGS (for a script's bare SparkContext());
 # keep this test process's Spark exactly as conftest starts it
@@ -666,7 +666,7 @@ def test_choice_join_merge_and_errors(spark, glue):
     assert sorted(((r.v_int, r.v_double, r.v_string) for r in out.collect()), key=str) == \
         sorted([(1, None, None), (None, None, "x"), (None, 2.5, None)], key=str)
     cast = f.resolveChoice(specs=[("v", "cast:long"), ("absent", "cast:int")]).toDF()
-    from sparkmark import compat
+    from sparkmark.engine import compat
     # "2.5" as long: null on Spark 4 (try_cast); 2 on Spark 3.5, whose non-ANSI cast truncates
     # (docs/glue-migration.md, differences)
     expected = [1] if compat.is_spark4(spark) else [1, 2]

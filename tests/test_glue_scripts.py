@@ -22,7 +22,7 @@ import pytest
 import sqlalchemy as sa
 
 from sparkmark import Bookmarks
-from sparkmark.ledger import ledger_rows
+from sparkmark.state.ledger import ledger_rows
 
 SCRIPTS = Path(__file__).parent / "glue_scripts"
 ENABLE = ["--job-bookmark-option", "job-bookmark-enable"]
@@ -91,7 +91,7 @@ def test_s3_seed_script_twice_then_pause_from_to(tmp_path):
 
     # the CLI rewinds to r1; a bad table name then fails the script with one clear line,
     # recorded FAILED by the script's exit hook, bookmark untouched
-    cli = subprocess.run([sys.executable, "-m", "sparkmark.cli", "bookmark", "reset", "x",
+    cli = subprocess.run([sys.executable, "-m", "sparkmark.ops.cli", "bookmark", "reset", "x",
                           "--run-id", r1], env={**os.environ, "SPARKMARK_STATE": state},
                          capture_output=True, text=True, timeout=120)
     assert cli.returncode == 0, cli.stderr

@@ -101,7 +101,7 @@ def test_jdbc_target_name_near_the_identifier_limit(spark, state_url, clock, pg_
 
 def test_jdbc_publish_without_its_staging_table_fails_loudly(spark, state_url, clock,
                                                              pg_target):
-    from sparkmark.errors import SinkError
+    from sparkmark.core.errors import SinkError
     sa_url, jdbc, props = pg_target
     job = new_job(spark, state_url, clock, name="lost")
     job.write_jdbc(spark.range(3), jdbc, "dest", properties=props)
@@ -125,8 +125,8 @@ def test_jdbc_publish_without_its_staging_table_fails_loudly(spark, state_url, c
     ("--job-bookmark-fromm", "--job-bookmark-from"),
 ])
 def test_misspelled_bookmark_argument_is_an_error_naming_the_right_spelling(key, right):
-    from sparkmark.errors import ConfigError
-    from sparkmark.options import parse_job_args
+    from sparkmark.core.errors import ConfigError
+    from sparkmark.core.options import parse_job_args
     with pytest.raises(ConfigError, match=f"unknown job argument '{key}': did you mean {right}"):
         parse_job_args({key: "job-bookmark-enable"})
     with pytest.raises(ConfigError, match="did you mean"):
@@ -139,7 +139,7 @@ def test_misspelled_bookmark_argument_is_an_error_naming_the_right_spelling(key,
 # ---------------------------------------------------------------------- 5. modified during read
 def test_file_appended_while_a_run_reads_it_fails_the_run_and_the_retry_reads_it_once(
         spark, state_url, clock, tmp_path):
-    from sparkmark.errors import SourceError
+    from sparkmark.core.errors import SourceError
     src = str(tmp_path / "in")
     path = write_json(f"{src}/a.json", [1, 2], clock.now - 2 * MIN)
     job = new_job(spark, state_url, clock)
@@ -168,7 +168,7 @@ def test_file_appended_while_a_run_reads_it_fails_the_run_and_the_retry_reads_it
 
 def test_file_rewritten_with_the_same_mtime_but_another_size_fails_the_run(
         spark, sqlite_url, clock, tmp_path):
-    from sparkmark.errors import SourceError
+    from sparkmark.core.errors import SourceError
     src = str(tmp_path / "in")
     path = write_json(f"{src}/a.json", [1, 2], clock.now - 2 * MIN)
     job = new_job(spark, sqlite_url, clock)
@@ -184,7 +184,7 @@ def test_files_changed_among_many_fail_the_run_while_the_audit_goes_in(spark, st
     while the audit rows are inserted: two files changed after the read (one appended to,
     one only touched) fail the run, a deleted one does not, and nothing is committed (no
     bookmark, no audit row), on SQLite and PostgreSQL stores."""
-    from sparkmark.errors import SourceError
+    from sparkmark.core.errors import SourceError
     src = tmp_path / "in"
     src.mkdir()
     for i in range(1_200):
@@ -260,7 +260,7 @@ def first_run(spark, url, clock, src):
 
 def test_state_file_truncated_between_runs_is_refused_not_reset(spark, sqlite_url, clock,
                                                                 tmp_path):
-    from sparkmark.errors import StateStoreError
+    from sparkmark.core.errors import StateStoreError
     src = str(tmp_path / "in")
     first_run(spark, sqlite_url, clock, src)
     path = sqlite_path(sqlite_url)
@@ -276,7 +276,7 @@ def test_state_file_truncated_between_runs_is_refused_not_reset(spark, sqlite_ur
 @pytest.mark.parametrize("how", ["delete", "replace"])
 def test_state_file_deleted_or_replaced_mid_run_refuses_the_commit(spark, sqlite_url, clock,
                                                                    tmp_path, how):
-    from sparkmark.errors import StateStoreError
+    from sparkmark.core.errors import StateStoreError
     src = str(tmp_path / "in")
     first_run(spark, sqlite_url, clock, src)
     other = f"sqlite:///{tmp_path / 'other.db'}"
@@ -296,7 +296,7 @@ def test_state_file_deleted_or_replaced_mid_run_refuses_the_commit(spark, sqlite
 def test_store_replaced_mid_run_refuses_the_commit(spark, state_url, clock, tmp_path):
     """The store's identity (a random id in sm_meta) is checked at commit."""
     import sqlalchemy as sa
-    from sparkmark.errors import StateStoreError
+    from sparkmark.core.errors import StateStoreError
     src = str(tmp_path / "in")
     first_run(spark, state_url, clock, src)
     job = new_job(spark, state_url, clock)
@@ -374,7 +374,7 @@ def test_empty_input_with_a_clock_ahead_settles_nothing(spark, sqlite_url, clock
 ])
 def test_clock_of_the_wrong_type_or_unit_is_a_clear_error_at_init(spark, sqlite_url, bad, msg):
     import datetime as dt
-    from sparkmark.errors import ConfigError
+    from sparkmark.core.errors import ConfigError
     if bad == "datetime":
         bad = dt.datetime.now
     job = Job(spark, state=sqlite_url, clock=bad)
@@ -386,7 +386,7 @@ def test_clock_of_the_wrong_type_or_unit_is_a_clear_error_at_init(spark, sqlite_
 # ---------------------------------------------------------------------- 8-9. secrets
 def test_state_url_password_in_the_query_is_masked_in_every_error(spark, pg_server):
     from sparkmark import Bookmarks
-    from sparkmark.errors import StateStoreError, UnknownJobError
+    from sparkmark.core.errors import StateStoreError, UnknownJobError
     good = pg_server.create_database(f"sec{os.getpid()}") + "?password=s3cr3tpw"
     with pytest.raises(UnknownJobError) as e:
         Bookmarks(good).get("nope")
@@ -421,7 +421,7 @@ def test_jdbc_properties_are_stored_by_allowlist_and_secrets_scrubbed_from_error
 # ---------------------------------------------------------------------- 7. files beside partitions
 def test_file_beside_partition_folders_is_an_error_never_processed_unread(spark, state_url,
                                                                           clock, tmp_path):
-    from sparkmark.errors import SourceError
+    from sparkmark.core.errors import SourceError
     src = str(tmp_path / "in")
     write_json(f"{src}/p=1/a.json", [1], clock.now - MIN)
     write_json(f"{src}/x.json", [2], clock.now - MIN)
@@ -441,7 +441,7 @@ def test_file_beside_partition_folders_is_an_error_never_processed_unread(spark,
 # ---------------------------------------------------------------------- 10. release
 def test_a_run_that_never_finishes_can_be_released_from_outside(state_url, clock):
     from sparkmark import Bookmarks
-    from sparkmark.errors import BookmarkConflictError, ConcurrentRunError
+    from sparkmark.core.errors import BookmarkConflictError, ConcurrentRunError
     stuck = Job(None, state=state_url, clock=clock).init("nb", ENABLE)  # a notebook mid-way
     with pytest.raises(ConcurrentRunError, match="sparkmark bookmark release nb"):
         Job(None, state=state_url, clock=clock).init("nb", ENABLE)
@@ -462,7 +462,7 @@ def test_a_run_that_never_finishes_can_be_released_from_outside(state_url, clock
 
 def test_release_from_the_command_line(state_url, clock):
     from typer.testing import CliRunner
-    from sparkmark.cli import app
+    from sparkmark.ops.cli import app
     stuck = Job(None, state=state_url, clock=clock).init("nb", ENABLE)
     res = CliRunner().invoke(app, ["--state", state_url, "bookmark", "release", "nb"])
     assert res.exit_code == 0, res.output
@@ -474,7 +474,7 @@ def test_release_from_the_command_line(state_url, clock):
 def test_heartbeat_stops_once_the_job_object_is_gone(state_url):
     import gc
     import time as _t
-    from sparkmark.clock import system_clock
+    from sparkmark.core.clock import system_clock
     job = Job(None, state=state_url, clock=system_clock, lease_ms=300).init("gone", ENABLE)
     store = job.store
     _t.sleep(0.5)
@@ -491,7 +491,7 @@ def test_heartbeat_stops_once_the_job_object_is_gone(state_url):
 
 # ---------------------------------------------------------------------- 11. lease identity
 def test_live_run_in_another_pid_namespace_is_never_taken_over(state_url, clock):
-    from sparkmark.errors import ConcurrentRunError
+    from sparkmark.core.errors import ConcurrentRunError
     from sparkmark.state.lease import this_host
     from sparkmark.state.schema import jobs
     job = Job(None, state=state_url, clock=clock).init("ctr", ENABLE)
@@ -531,7 +531,7 @@ def test_live_run_in_a_real_other_pid_namespace_is_never_taken_over(state_url, t
     import shutil
     import subprocess
     import sys
-    from sparkmark.errors import ConcurrentRunError
+    from sparkmark.core.errors import ConcurrentRunError
     if shutil.which("unshare") is None or os.geteuid() != 0:
         pytest.skip("needs unshare and root to start a process in a new PID namespace")
     script = tmp_path / "holder.py"
@@ -561,7 +561,7 @@ def test_live_run_in_a_real_other_pid_namespace_is_never_taken_over(state_url, t
 
 # ---------------------------------------------------------------------- 12. error wording
 def test_read_only_commands_never_create_a_store(tmp_path):
-    from sparkmark.errors import StateStoreError
+    from sparkmark.core.errors import StateStoreError
     from sparkmark.state import open_store
     typo = tmp_path / "no" / "such" / "state.db"
     with pytest.raises(StateStoreError, match="there is no state store at"):
@@ -588,7 +588,7 @@ def test_read_only_commands_open_the_store_read_only(state_url, clock):
 
 
 def test_read_only_commands_do_not_upgrade_an_older_store(state_url, clock):
-    from sparkmark.errors import StateStoreError
+    from sparkmark.core.errors import StateStoreError
     from sparkmark.state import open_store
     writer = open_store(state_url)
     with writer.tx("age it") as conn:
@@ -602,7 +602,7 @@ def test_read_only_commands_do_not_upgrade_an_older_store(state_url, clock):
 
 def test_state_lock_held_too_long_has_its_own_message(tmp_path, clock):
     import sqlite3
-    from sparkmark.errors import StateStoreError
+    from sparkmark.core.errors import StateStoreError
     from sparkmark.state import open_store
     url = f"sqlite:///{tmp_path / 's.db'}"
     store = open_store(url)
@@ -621,7 +621,7 @@ def test_state_lock_held_too_long_has_its_own_message(tmp_path, clock):
 
 
 def test_read_only_state_file_has_its_own_message(tmp_path, clock):
-    from sparkmark.errors import StateStoreError
+    from sparkmark.core.errors import StateStoreError
     if os.geteuid() == 0:
         pytest.skip("root writes to read-only files")
     url = f"sqlite:///{tmp_path / 's.db'}"
@@ -637,7 +637,7 @@ def test_unwritable_working_folder_is_one_line_exit_2(tmp_path):
     ro = tmp_path / "ro"
     ro.mkdir()
     (ro / ".sparkmark").write_text("a file where the state folder should be")
-    res = subprocess.run([sys.executable, "-m", "sparkmark.cli", "bookmark", "reset", "x"],
+    res = subprocess.run([sys.executable, "-m", "sparkmark.ops.cli", "bookmark", "reset", "x"],
                          cwd=ro, capture_output=True, text=True,
                          env={**os.environ, "SPARKMARK_STATE": ""})
     assert res.returncode == 2, res.stderr
@@ -648,7 +648,7 @@ def test_unwritable_working_folder_is_one_line_exit_2(tmp_path):
 
 @pytest.mark.parametrize("name", [" orders", "orders ", "or\x00ders", "or\nders"])
 def test_job_names_with_whitespace_or_control_characters_are_refused(sqlite_url, clock, name):
-    from sparkmark.errors import ConfigError
+    from sparkmark.core.errors import ConfigError
     job = Job(None, state=sqlite_url, clock=clock)
     with pytest.raises(ConfigError, match="leading/trailing whitespace or a control character"):
         job.init(name, ENABLE)
@@ -657,7 +657,7 @@ def test_job_names_with_whitespace_or_control_characters_are_refused(sqlite_url,
 
 def test_echoed_values_are_capped(sqlite_url, clock):
     from sparkmark import Bookmarks
-    from sparkmark.errors import UnknownRunError
+    from sparkmark.core.errors import UnknownRunError
     Job(None, state=sqlite_url, clock=clock).init("orders", ENABLE).commit()
     with pytest.raises(UnknownRunError) as e:
         Bookmarks(sqlite_url).get("orders", "r" * 10_000)

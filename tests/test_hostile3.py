@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from sparkmark import Bookmarks, Job
-from sparkmark.errors import SparkmarkError
+from sparkmark.core.errors import SparkmarkError
 
 from test_reset_output import run_job, target_ids
 
@@ -134,7 +134,7 @@ def _store_with_a_run(url: str, clock, job: str = "orders", status: str = "FAILE
 
 
 def test_report_output_onto_the_state_store_is_refused(sqlite_url, clock, tmp_path):
-    from sparkmark.report_html import write_html_report
+    from sparkmark.ops.report_html import write_html_report
     _store_with_a_run(sqlite_url, clock)
     db = Path(sqlite_url.split("///", 1)[1])
     before = db.read_bytes()
@@ -248,7 +248,7 @@ def test_a_read_file_whose_mtime_moves_back_is_not_read_again(spark, sqlite_url,
 def test_html_page_escapes_every_field_and_the_embedded_data(sqlite_url, clock, tmp_path):
     from test_report_html import CHROMIUM, chromium
 
-    from sparkmark.report_html import write_html_report
+    from sparkmark.ops.report_html import write_html_report
     from sparkmark.state import open_store
     if CHROMIUM is None:
         pytest.skip("chromium missing: apt-get install chromium")
@@ -424,7 +424,7 @@ def test_unknown_run_status_makes_reset_remove_output_change_nothing(spark, sqli
 
 def test_a_deleted_job_row_is_refused_before_anything_is_read(spark, sqlite_url, clock,
                                                               tmp_path):
-    from sparkmark.errors import StateCorruptError
+    from sparkmark.core.errors import StateCorruptError
     src, target = tmp_path / "src", str(tmp_path / "out")
     add_batch(src, "a.json", [1], clock.now - 5 * MIN)
     run_job(spark, sqlite_url, clock, src, target)

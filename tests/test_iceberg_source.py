@@ -16,8 +16,8 @@ import os
 import pytest
 
 from sparkmark import Bookmarks, Job
-from sparkmark.errors import ConfigError, SourceError
-from sparkmark.options import DISABLE, ENABLE, PAUSE
+from sparkmark.core.errors import ConfigError, SourceError
+from sparkmark.core.options import DISABLE, ENABLE, PAUSE
 
 _counter = itertools.count()
 
@@ -307,7 +307,7 @@ def test_a_run_reads_its_own_snapshots_one_by_one_and_a_long_range_whole(ice, ru
     parent links back from the current one (its cost follows the range, not the table's
     history: issue 22); a range longer than the walk's limit, or one that does not reach the
     bookmark, takes the whole metadata document and reads the same rows."""
-    from sparkmark import tablemeta
+    from sparkmark.engine import tablemeta
     t = Table(ice)
     ids = [t.insert(i) for i in range(1, 6)]  # snapshots s1..s5
     h = tablemeta.open_table(ice, t.name, read=False)

@@ -7,7 +7,7 @@ import sys
 
 
 def test_import_sparkmark_imports_no_scheduler():
-    code = ("import sys, sparkmark, sparkmark.cli, sparkmark.pending; "
+    code = ("import sys, sparkmark, sparkmark.ops.cli, sparkmark.ops.pending; "
             "bad = [m for m in sys.modules if m.split('.')[0] in ('airflow', 'dagster')]; "
             "print(bad); sys.exit(1 if bad else 0)")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

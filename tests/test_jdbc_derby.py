@@ -10,8 +10,8 @@ import os
 import pytest
 
 from sparkmark import Bookmarks, Job
-from sparkmark.errors import ConfigError, SourceError
-from sparkmark.options import DISABLE, ENABLE, PAUSE
+from sparkmark.core.errors import ConfigError, SourceError
+from sparkmark.core.options import DISABLE, ENABLE, PAUSE
 
 from conftest import need_derby
 

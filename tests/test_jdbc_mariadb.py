@@ -15,7 +15,7 @@ import os
 import pytest
 
 from sparkmark import Job
-from sparkmark.options import ENABLE
+from sparkmark.core.options import ENABLE
 
 EN = {"job_bookmark_option": ENABLE}
 MARIADB_DRIVER = "org.mariadb.jdbc.Driver"

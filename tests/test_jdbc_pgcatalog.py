@@ -14,8 +14,8 @@ import pytest
 import sqlalchemy as sa
 
 from sparkmark import Job
-from sparkmark.jdbcconn import JdbcConnection, _decode_rows
-from sparkmark.options import ENABLE
+from sparkmark.engine.jdbc import JdbcConnection, _decode_rows
+from sparkmark.core.options import ENABLE
 
 from conftest import DERBY_DRIVER, need_derby, pg_jdbc_database
 
@@ -59,7 +59,7 @@ def pg(spark, pg_server):
 
 
 def _helper(spark):
-    from sparkmark.jdbcconn import _jvm_helper
+    from sparkmark.engine.jdbc import _jvm_helper
     helper = _jvm_helper(spark)
     assert helper is not None, "the JDBC helper class is not loadable"
     return helper
@@ -230,7 +230,7 @@ def test_a_query_asked_ahead_is_answered_once_from_the_catalog_round_trip(spark,
     exactly that SQL is answered from it, once (a row inserted after the catalog read is not in
     that answer, and the next ask sees it); another SQL, and one that failed ahead, are asked
     when asked, with the usual error."""
-    from sparkmark.errors import SourceError
+    from sparkmark.core.errors import SourceError
     engine, url = pg
     with engine.begin() as c:
         c.execute(sa.text("INSERT INTO other.a_b (z, w) VALUES ('a', 1), ('c', 3)"))
@@ -265,7 +265,7 @@ def test_an_incremental_run_asks_its_upper_bound_with_the_catalog_read(
     """From its second run, a job's upper-bound query is the committed bookmark's and rides
     with the catalog read (one py4j round trip less, issue 26): for a compound key, another
     schema, a quoted mixed-case name and a descending key; each run reads just its new rows."""
-    import sparkmark.jdbcconn as jc
+    import sparkmark.engine.jdbc as jc
     engine, url = pg
     answered: list[bool] = []
     real_query = jc._JvmLink.query

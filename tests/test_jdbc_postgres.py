@@ -16,8 +16,8 @@ import pytest
 import sqlalchemy as sa
 
 from sparkmark import Bookmarks, Job
-from sparkmark.errors import ConfigError
-from sparkmark.options import ENABLE
+from sparkmark.core.errors import ConfigError
+from sparkmark.core.options import ENABLE
 
 _counter = itertools.count()
 PG_JAR = "/usr/share/java/postgresql.jar"
@@ -206,8 +206,8 @@ def test_jvm_helper_reads_metadata_as_the_value_by_value_path_does(spark, pg_jdb
     """The JVM-side helper (one py4j round trip per metadata read, issue 26) returns exactly
     what reading each value through py4j returns, for names with TAB, LF, backslash, a
     literal \\N, commas and non-BMP characters, NULL values and no rows."""
-    from sparkmark.compat import is_connect
-    from sparkmark.jdbcconn import JdbcConnection, _jvm_helper
+    from sparkmark.engine.compat import is_connect
+    from sparkmark.engine.jdbc import JdbcConnection, _jvm_helper
     if is_connect(spark):
         pytest.skip("the helper runs in the driver JVM of classic sessions")
     assert _jvm_helper(spark) is not None  # the class file ships with the package

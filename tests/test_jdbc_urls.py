@@ -5,8 +5,8 @@ import sys
 
 import pytest
 
-from sparkmark.errors import SourceError
-from sparkmark.jdbcconn import parse_jdbc_url, python_link
+from sparkmark.core.errors import SourceError
+from sparkmark.engine.jdbc import parse_jdbc_url, python_link
 
 
 @pytest.mark.parametrize("url, kind, hosts, database, params", [

@@ -15,8 +15,8 @@ import pytest
 import sqlalchemy as sa
 
 from sparkmark import Job
-from sparkmark.jdbcconn import JdbcConnection
-from sparkmark.options import ENABLE
+from sparkmark.engine.jdbc import JdbcConnection
+from sparkmark.core.options import ENABLE
 from sparkmark.sources import jdbc as jdbc_source
 from sparkmark.sources import jdbcrelation
 from sparkmark.sources.jdbcrelation import load_on, usable

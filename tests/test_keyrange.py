@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from sparkmark.errors import ConfigError, StateCorruptError
+from sparkmark.core.errors import ConfigError, StateCorruptError
 from sparkmark.planning import keyrange as kr
 
 # ------------------------------------------------------------------ reference model

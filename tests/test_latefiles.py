@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import event as note_event
 from hypothesis import strategies as st
 
-from sparkmark.errors import ConfigError
+from sparkmark.core.errors import ConfigError
 from sparkmark.planning.filecolumns import FileColumns
 from sparkmark.planning.bands import BandOptions, BandState, FileEntry, late_mode, plan_band
 from sparkmark.planning.latefiles import CAPACITY, IBLT, SettledSketch, build_sketch, plan_late

@@ -8,8 +8,8 @@ import json
 import pytest
 
 from sparkmark import Job, Pipeline
-from sparkmark.errors import PipelineError, UnknownJobError
-from sparkmark.ledger import COLUMNS, ledger_rows, report_dataframe, report_rows
+from sparkmark.core.errors import PipelineError, UnknownJobError
+from sparkmark.state.ledger import COLUMNS, ledger_rows, report_dataframe, report_rows
 from sparkmark.planning.windows import DAY_MS, parse_time
 
 DAY0 = parse_time("2024-03-01")
@@ -116,7 +116,7 @@ def test_report_dataframe_and_errors(filled, spark, state_url):
 
 def test_reading_the_ledger_creates_no_store(tmp_path):
     """A mistyped path is an error, not a new empty state.db (issue 27: one got committed)."""
-    from sparkmark.errors import StateStoreError
+    from sparkmark.core.errors import StateStoreError
     missing = tmp_path / "typo" / "state.db"
     with pytest.raises(StateStoreError, match="there is no state store at"):
         ledger_rows(f"sqlite:///{missing}", job="x")

@@ -6,11 +6,11 @@ import json
 import pytest
 import sqlalchemy as sa
 
-from sparkmark.run import ReadMode
+from sparkmark.core.run import ReadMode
 from sparkmark import Bookmarks, Job
-from sparkmark.errors import (BookmarkConflictError, ConfigError, JobStateError,
+from sparkmark.core.errors import (BookmarkConflictError, ConfigError, JobStateError,
                               StateCorruptError, UnknownJobError, UnknownRunError)
-from sparkmark.options import DISABLE, ENABLE, PAUSE
+from sparkmark.core.options import DISABLE, ENABLE, PAUSE
 
 EN = {"job_bookmark_option": ENABLE}
 
@@ -240,7 +240,7 @@ def test_a_missing_current_version_names_job_and_version(state_url, clock):
 def test_a_store_emptied_between_runs_is_refused_at_the_start(state_url, clock, table):
     """The store's identity comes with the job row (issue 26): a table of it dropped since this
     process opened the store still stops the next run with the store's message."""
-    from sparkmark.errors import StateStoreError
+    from sparkmark.core.errors import StateStoreError
     _run(state_url, clock, elements={"src": {"high": 1}})
     job = Job(None, state=state_url, clock=clock)  # opened before the tables were dropped
     with job.store.engine.begin() as conn:

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sparkmark.errors import ConfigError
+from sparkmark.core.errors import ConfigError
 from sparkmark.planning.listing import (DirEntry, FileEntry, FullInterval, Level, ListingState,
                                         choose_listing, dir_hash, parse_interval, roots_hash,
                                         threshold_of, walk)

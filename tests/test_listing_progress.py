@@ -1,10 +1,10 @@
-"""Progress reports of long listings (sparkmark.listing_progress) on a real directory tree,
+"""Progress reports of long listings (sparkmark.core.listing_progress) on a real directory tree,
 with a fake monotonic clock: silent before `after_s`, throttled to `every_s`, a final report."""
 from __future__ import annotations
 
 import functools
 
-from sparkmark.listing_progress import ListingProgress, counting, finish, watch_listing
+from sparkmark.core.listing_progress import ListingProgress, counting, finish, watch_listing
 from sparkmark.planning.listing import walk
 from sparkmark.sources.dirlisting import local_level
 

@@ -1,8 +1,8 @@
 """Glue-style job arguments: both spellings, both forms, and every bad-input message."""
 import pytest
 
-from sparkmark.errors import ConfigError
-from sparkmark.options import DISABLE, ENABLE, PAUSE, argv_to_dict, parse_job_args
+from sparkmark.core.errors import ConfigError
+from sparkmark.core.options import DISABLE, ENABLE, PAUSE, argv_to_dict, parse_job_args
 
 
 @pytest.mark.parametrize("args", [

@@ -1,4 +1,4 @@
-"""``sparkmark.pending``: is there new input past the bookmark, answered without Spark (the
+"""``sparkmark.ops.pending``: is there new input past the bookmark, answered without Spark (the
 schedulers' sensors use it). Checked against what the job's next real run reads: local files,
 objects on a real S3 API (moto), rows of a real PostgreSQL table; bad input is one clear error
 that changes nothing."""
@@ -12,9 +12,9 @@ import pytest
 import sqlalchemy as sa
 
 from sparkmark import Bookmarks, Job
-from sparkmark.errors import ConfigError, SourceError
-from sparkmark.ledger import ledger_rows
-from sparkmark.pending import pending_files, pending_rows
+from sparkmark.core.errors import ConfigError, SourceError
+from sparkmark.state.ledger import ledger_rows
+from sparkmark.ops.pending import pending_files, pending_rows
 
 from conftest import FakeClock
 

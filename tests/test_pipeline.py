@@ -13,9 +13,9 @@ import textwrap
 import pytest
 
 from sparkmark import Job, Pipeline
-from sparkmark.errors import ConcurrentRunError, PipelineError
-from sparkmark.ledger import ledger_rows
-from sparkmark.pipeline import load_pipeline_file
+from sparkmark.core.errors import ConcurrentRunError, PipelineError
+from sparkmark.state.ledger import ledger_rows
+from sparkmark.lifecycle.pipeline import load_pipeline_file
 from sparkmark.planning.windows import DAY_MS, parse_time
 from sparkmark.state import open_store
 
@@ -374,7 +374,7 @@ def test_load_pipeline_file(spark, tmp_path, sqlite_url, monkeypatch):
     good = tmp_path / "good.py"
     good.write_text(textwrap.dedent(f"""
         from sparkmark import Pipeline
-        from sparkmark.spark import local_session
+        from sparkmark.engine.spark import local_session
         spark = local_session()
         p = Pipeline("filepl", spark, primordial_date="2024-03-01", max_days_to_load=400)
         alias = p
@@ -392,7 +392,7 @@ def test_load_pipeline_file(spark, tmp_path, sqlite_url, monkeypatch):
     two = tmp_path / "two.py"
     two.write_text(textwrap.dedent("""
         from sparkmark import Pipeline
-        from sparkmark.spark import local_session
+        from sparkmark.engine.spark import local_session
         a = Pipeline("a", local_session())
         b = Pipeline("b", local_session())
     """))

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from sparkmark.pipeline import load_pipeline_file
+from sparkmark.lifecycle.pipeline import load_pipeline_file
 
 ROOT = Path(__file__).resolve().parents[1]
 # shared/ sits beside the clone (in CI too); /work/shared is where it lives on a dev machine
@@ -43,7 +43,7 @@ def test_pipeline_demo_passes(spark, tmp_path):
     pytest.importorskip("sparkmark.sources.files")
     from rich.console import Console
 
-    from sparkmark.pipeline_demo import run_pipeline_demo
+    from sparkmark.ops.pipeline_demo import run_pipeline_demo
     console = Console(record=True, width=200)
     assert run_pipeline_demo(tmp_path, console, spark) is True
     text = console.export_text()

@@ -7,11 +7,11 @@ import itertools
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sparkmark.pipeline import _ledger_run
+from sparkmark.lifecycle.pipeline import _ledger_run
 from sparkmark.planning.windows import module_start
 from sparkmark.state.schema import runs as runs_table
 from sparkmark.state.store import open_store
-from sparkmark.status import RunStatus
+from sparkmark.core.status import RunStatus
 
 _ids = itertools.count()
 STATUSES = [s.value for s in RunStatus]

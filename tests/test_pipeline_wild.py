@@ -14,9 +14,9 @@ from datetime import timedelta
 import pytest
 
 from sparkmark import Job, Pipeline
-from sparkmark.errors import PipelineError
-from sparkmark.ledger import ledger_rows
-from sparkmark.pipeline import ModuleContext
+from sparkmark.core.errors import PipelineError
+from sparkmark.state.ledger import ledger_rows
+from sparkmark.lifecycle.pipeline import ModuleContext
 from sparkmark.planning.windows import DAY_MS, parse_time
 
 H = 3_600_000
@@ -253,7 +253,7 @@ def test_nested_columns_do_not_wedge_a_module(spark, tmp_path, sqlite_url, clock
 
 def test_job_write_compares_types_modulo_nullability(spark, tmp_path, sqlite_url, clock):
     from pyspark.sql import functions as F
-    from sparkmark.errors import SinkError
+    from sparkmark.core.errors import SinkError
     target = str(tmp_path / "t")
     for _i in range(2):
         job = Job(spark, state=sqlite_url, clock=clock).init("nn", EN)

@@ -1,4 +1,4 @@
-"""py4j answers over 8 KB without the delayed-ACK stall (``sparkmark.jvm.quick_acks``): the
+"""py4j answers over 8 KB without the delayed-ACK stall (``sparkmark.engine.jvm.quick_acks``): the
 answers stay byte-for-byte right at every size, the connections read through the quick-ACK
 stream, Java-to-Python callbacks still work, and the switch is a no-op where it must be.
 (How much faster: ``benchmarks/py4j_answers.py``; no timing here.)"""
@@ -9,8 +9,8 @@ import socket
 import pytest
 
 from sparkmark import Job
-from sparkmark import jvm
-from sparkmark.jvm import java_class, quick_acks
+from sparkmark.engine import jvm
+from sparkmark.engine.jvm import java_class, quick_acks
 
 pytestmark = pytest.mark.skipif(not hasattr(socket, "TCP_QUICKACK"),
                                 reason="TCP_QUICKACK is Linux only; quick_acks is off elsewhere")

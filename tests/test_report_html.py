@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from sparkmark.devtools.ledger import synthetic_runs
-from sparkmark.report_html import write_html_report
+from sparkmark.ops.report_html import write_html_report
 from sparkmark.state import open_store
 from sparkmark.state.schema import runs as runs_table
 

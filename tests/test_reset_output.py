@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from sparkmark import Bookmarks, Job
-from sparkmark.errors import UnknownJobError, UnknownRunError
-from sparkmark.options import ENABLE
+from sparkmark.core.errors import UnknownJobError, UnknownRunError
+from sparkmark.core.options import ENABLE
 
 EN = {"job_bookmark_option": ENABLE}
 MIN = 60_000
@@ -117,7 +117,7 @@ CRASHER = textwrap.dedent("""
     import os, signal, sys
     from sparkmark import Bookmarks
     from sparkmark.sinks import publish as sinks
-    from sparkmark.spark import local_session
+    from sparkmark.engine.spark import local_session
     state, run_id, kill_after = sys.argv[1], sys.argv[2], int(sys.argv[3])
     real = sinks.remove_run_output
 
@@ -238,8 +238,8 @@ def test_reset_removes_jdbc_rows_by_run_id_then_rerun_is_exactly_once(spark, sql
     assert ids() == [1, 2]
     assert {bm.store.get_run(r)["status"] for r in runs[1:]} == {"ROLLED_BACK"}
     # --jdbc-password-env: VAR for every target, TABLE=VAR for one (the more specific wins)
-    from sparkmark.errors import SparkmarkError
-    from sparkmark.rollback import jdbc_credentials
+    from sparkmark.core.errors import SparkmarkError
+    from sparkmark.sinks.rollback import jdbc_credentials
     env = {"ALL_PW": "a", "ORD_PW": "o"}
     assert jdbc_credentials(sqlite_url, "to_pg", ["ALL_PW"], env) == \
         {"orders_out": {"password": "a"}}

@@ -11,8 +11,8 @@ import uuid
 from typing import Any, Mapping
 
 from sparkmark import Bookmarks, Job
-from sparkmark.options import ENABLE
-from sparkmark.run import FileOutput, ReadMode, RunContext, SourceBookmark, StagedOutput
+from sparkmark.core.options import ENABLE
+from sparkmark.core.run import FileOutput, ReadMode, RunContext, SourceBookmark, StagedOutput
 from sparkmark.sinks import write_files
 from sparkmark.sources.files import read_files
 
@@ -115,7 +115,7 @@ def test_a_verifying_check_is_concurrent_only_where_the_run_context_takes_the_ke
     """``add_verifying_check``: a run context with ``add_commit_check(check, *, concurrent)``
     (sparkmark's Job) is asked for the overlap; one written against the earlier seam
     (``add_commit_check(check)``, as PlainRun above) gets the plain call, not a TypeError."""
-    from sparkmark.run import add_verifying_check
+    from sparkmark.core.run import add_verifying_check
 
     class Old:
         def __init__(self):

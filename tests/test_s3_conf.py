@@ -1,7 +1,7 @@
 """Pure: the S3 settings a Spark Connect client derives from the server's s3a configuration."""
 from __future__ import annotations
 
-from sparkmark.fs import arrow_s3_options
+from sparkmark.engine.fs import arrow_s3_options
 
 
 def test_endpoint_path_style_and_keys_from_s3a_settings():

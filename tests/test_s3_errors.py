@@ -10,7 +10,7 @@ import time
 import pytest
 
 from sparkmark import Job
-from sparkmark.errors import SinkError, SourceError
+from sparkmark.core.errors import SinkError, SourceError
 
 ENABLE = {"job_bookmark_option": "job-bookmark-enable"}
 WRONG_SECRET = "wrong-secret-value-1234"

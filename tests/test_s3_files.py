@@ -15,7 +15,7 @@ import time
 import pytest
 
 from sparkmark import Job
-from sparkmark.compat import is_connect
+from sparkmark.engine.compat import is_connect
 from sparkmark.devtools.s3 import is_list_request
 
 from conftest import FakeClock
@@ -288,7 +288,7 @@ def test_lexical_file_names_on_a_flat_prefix_list_only_the_new_names(spark, s3, 
     lists the whole root through pyarrow, the same plan)."""
     import datetime as dt
 
-    from sparkmark.errors import ConfigError
+    from sparkmark.core.errors import ConfigError
     if is_connect(spark):
         pytest.skip("classic only: S3A's StartAfter listing runs in the session's JVM")
     t0 = dt.datetime(2024, 11, 5, 10, 0, 0)
@@ -366,7 +366,7 @@ def test_list_after_returns_what_s3a_lists_after_a_name(spark, s3):
     folders and objects, odd key names included."""
     if is_connect(spark):
         pytest.skip("the JVM's S3A file system is on the server")
-    from sparkmark.fs import file_system
+    from sparkmark.engine.fs import file_system
     names = ["dt=1/a.json", "dt=2/a.json", "dt=2 b%41ü/a.json", "dt=3/x.json", "loose.json",
              "z k=v.json", "_hidden.json"]
     for n in names:
@@ -391,7 +391,7 @@ def test_an_object_rewritten_while_the_run_reads_it_fails_the_commit(spark, s3, 
     """The commit-time check on S3 (a status per object, a few at a time, instead of listing
     the prefix): an object overwritten after the run read it fails the run, naming it; the next
     run reads the new version whole, once."""
-    from sparkmark.errors import SourceError
+    from sparkmark.core.errors import SourceError
     for i in range(5):
         s3.put(f"rw/o{i}.json", lines([i]))
     src = s3.url("rw")

@@ -95,7 +95,7 @@ def test_reset_remove_output_on_s3_then_rerun_is_exactly_once(spark, s3, sqlite_
 
 def test_cli_reset_remove_output_reads_s3a_settings_from_spark_defaults(
         spark, s3, s3_server, sqlite_url, now_clock, tmp_path):
-    from sparkmark.compat import is_connect
+    from sparkmark.engine.compat import is_connect
     from sparkmark.devtools.s3 import s3a_session_conf
     if is_connect(spark):
         pytest.skip("the CLI starts its own classic session: once is enough")
@@ -156,7 +156,7 @@ def test_purge_s3_path_on_s3_deletes_by_age_and_spares_staged_runs(spark, s3):
     """``purge_s3_path`` on a bucket: objects older than the retention go (age = upload time on
     S3), younger ones and a run's staged objects stay; a bucket root is refused. Classic and
     over Spark Connect."""
-    from sparkmark.errors import ConfigError
+    from sparkmark.core.errors import ConfigError
     from sparkmark.glue.context import GlueContext
     # over Spark Connect the client lists and deletes through pyarrow, with the server's
     # endpoint and keys
@@ -177,5 +177,5 @@ def test_purge_s3_path_on_s3_deletes_by_age_and_spares_staged_runs(spark, s3):
 
 
 def is_connect_session(spark) -> bool:
-    from sparkmark.compat import is_connect
+    from sparkmark.engine.compat import is_connect
     return is_connect(spark)

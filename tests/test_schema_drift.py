@@ -1,10 +1,10 @@
-"""The pure decisions of schemaEvolution (sparkmark.schema_drift): table-tested, no Spark."""
+"""The pure decisions of schemaEvolution (sparkmark.planning.schema_drift): table-tested, no Spark."""
 from __future__ import annotations
 
 import pytest
 
-from sparkmark.errors import ConfigError
-from sparkmark.schema_drift import (CORRUPT, RESCUED, merge_seen, parse_mode, plan_drift,
+from sparkmark.core.errors import ConfigError
+from sparkmark.planning.schema_drift import (CORRUPT, RESCUED, merge_seen, parse_mode, plan_drift,
                                     skip_hint, split_drift_option)
 
 K = [("id", "bigint"), ("amount", "bigint")]

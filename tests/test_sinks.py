@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from sparkmark import Bookmarks, Job
-from sparkmark.errors import ConfigError, SinkError
-from sparkmark.options import ENABLE
+from sparkmark.core.errors import ConfigError, SinkError
+from sparkmark.core.options import ENABLE
 
 EN = {"job_bookmark_option": ENABLE}
 

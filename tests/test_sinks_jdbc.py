@@ -11,8 +11,8 @@ import pytest
 import sqlalchemy as sa
 
 from sparkmark import Job
-from sparkmark.errors import SinkError
-from sparkmark.options import ENABLE
+from sparkmark.core.errors import SinkError
+from sparkmark.core.options import ENABLE
 
 EN = {"job_bookmark_option": ENABLE}
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sparkmark.errors import ConfigError, SourceError, StateCorruptError
+from sparkmark.core.errors import ConfigError, SourceError, StateCorruptError
 from sparkmark.planning.snapshots import (APPENDS, AS_OF, CHANGELOG, NOTHING, Snapshot,
                                           between, make_element, parse_on_non_append,
                                           plan_read, read_element)
@@ -208,7 +208,7 @@ def test_options_and_elements():
 
 
 def test_bookmark_set_snapshot_edits_a_table_element_only():
-    from sparkmark.bookmark_edit import element_kind, new_element
+    from sparkmark.ops.bookmark_edit import element_kind, new_element
     el = make_element("local.db.t", 7)
     assert element_kind(el) == "table"
     assert new_element(el, "src", snapshot="42") == {"table": "local.db.t", "snapshot_id": 42}

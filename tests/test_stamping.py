@@ -8,7 +8,7 @@ import datetime as dt
 
 import pytest
 
-from sparkmark.errors import SinkError
+from sparkmark.core.errors import SinkError
 from sparkmark.sinks.stamping import stamp, stamped_columns
 
 RUN = "0123456789abcdef" * 2

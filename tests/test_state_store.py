@@ -5,7 +5,7 @@ import pytest
 import sqlalchemy as sa
 
 from sparkmark import Bookmarks, Job
-from sparkmark.errors import StateStoreError, UnknownJobError
+from sparkmark.core.errors import StateStoreError, UnknownJobError
 from sparkmark.state import DEFAULT_STATE_URL, open_store, resolve_state_url
 from sparkmark.state.schema import SCHEMA_VERSION
 
@@ -200,7 +200,7 @@ def test_a_commits_file_audit_rows_read_back_as_written(state_url, sort_from, mo
     lookup finds each by its hash.  ``sort_from=0``: as in an audit table already large
     (``AUDIT_SORT_TABLE``), the rows go in in path-hash order."""
     from sparkmark.planning.bands import path_hash
-    from sparkmark.run import FileRead
+    from sparkmark.core.run import FileRead
     from sparkmark.state import store as store_module
     if sort_from is not None:
         monkeypatch.setattr(store_module, "AUDIT_SORT_TABLE", sort_from)

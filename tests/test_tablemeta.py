@@ -1,9 +1,9 @@
-"""sparkmark.tablemeta's pure part: an Iceberg metadata JSON document to the current snapshot,
+"""sparkmark.engine.tablemeta's pure part: an Iceberg metadata JSON document to the current snapshot,
 the snapshot list and the current snapshot's ancestry (the Java API read itself is exercised by
 the Iceberg suites, which compare it with the metadata tables' answers)."""
 from __future__ import annotations
 
-from sparkmark.tablemeta import SELECTOR, SnapshotMeta, TableMetadata, parse, parse_snapshot
+from sparkmark.engine.tablemeta import SELECTOR, SnapshotMeta, TableMetadata, parse, parse_snapshot
 
 
 def _doc(current, snaps):

@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sparkmark.clock import format_ts
-from sparkmark.errors import PipelineError
+from sparkmark.core.clock import format_ts
+from sparkmark.core.errors import PipelineError
 from sparkmark.planning.windows import (DAY_MS, EMPTY, FAILED, NO_PROGRESS, ROLLED_BACK, RUN,
                                         SKIP, SKIPPED, SUCCEEDED, LedgerRun, RunPlanner, Window,
                                         blocked_by, day_start, parse_time,

@@ -18,7 +18,7 @@ from pathlib import Path
 from pyspark.sql import functions as F
 
 from sparkmark import Pipeline
-from sparkmark.spark import local_session
+from sparkmark.engine.spark import local_session
 
 # Module ID | Module Name | Target Table Name | Module ID Dependencies  (Overwatch ETL page)
 MODULES = [

@@ -3,17 +3,37 @@
     from sparkmark import Job, Pipeline
 
 See README.md and the product contract (SPEC) for the guarantees.
-"""
-from typing import TYPE_CHECKING, Any
 
-from .errors import (BookmarkConflictError, ConcurrentRunError, ConfigError, JobStateError,
+The package follows the data's way (list -> plan -> read -> write -> commit), lowest layer first:
+
+- :mod:`sparkmark.core`: the shared words (errors, statuses, clock, options, the run seam);
+- :mod:`sparkmark.planning`: pure planning (bands, key ranges, snapshot ranges, windows);
+- :mod:`sparkmark.engine`: JVM, Spark versions, file systems, JDBC, table metadata;
+- :mod:`sparkmark.state`: the state store (bookmarks, ledger, leases, audit);
+- :mod:`sparkmark.sources` and :mod:`sparkmark.sinks`: reading and exactly-once writing;
+- :mod:`sparkmark.lifecycle`: ``Job`` and ``Pipeline``;
+- :mod:`sparkmark.ops`: the CLI, bookmark administration, reports, the demo;
+- :mod:`sparkmark.glue`, :mod:`sparkmark.integrations`: Glue scripts, Airflow, Dagster;
+- :mod:`sparkmark.devtools`: the real servers tests, benchmarks and the demo start.
+
+Module paths from before this layout (``sparkmark.run``, ``sparkmark.status``,
+``sparkmark.listing_progress``, ...) still import: they name the same module objects.
+"""
+import importlib
+import importlib.abc
+import importlib.machinery
+import sys
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Sequence
+
+from sparkmark.core.errors import (BookmarkConflictError, ConcurrentRunError, ConfigError, JobStateError,
                      PipelineError, SinkError, SourceError, SparkmarkError, StateCorruptError,
                      StateStoreError, UnknownJobError, UnknownRunError)
 
 if TYPE_CHECKING:
-    from .bookmarks import Bookmarks
-    from .job import Job
-    from .pipeline import Pipeline
+    from sparkmark.ops.bookmarks import Bookmarks
+    from sparkmark.lifecycle.job import Job
+    from sparkmark.lifecycle.pipeline import Pipeline
 
 __version__ = "0.1.0"
 
@@ -27,12 +47,51 @@ def __getattr__(name: str) -> Any:
     """Job, Bookmarks and Pipeline are imported on first use, so that the command line (which
     needs only the state store) starts fast."""
     if name == "Pipeline":
-        from .pipeline import Pipeline
+        from sparkmark.lifecycle.pipeline import Pipeline
         return Pipeline
     if name == "Job":
-        from .job import Job
+        from sparkmark.lifecycle.job import Job
         return Job
     if name == "Bookmarks":
-        from .bookmarks import Bookmarks
+        from sparkmark.ops.bookmarks import Bookmarks
         return Bookmarks
     raise AttributeError(name)
+
+
+# Where the modules of the flat layout live now: the contract (SPEC) and users' code name some of
+# them (``sparkmark.run``, ``sparkmark.status``, ``sparkmark.listing_progress.watch_listing``)
+MOVED = {
+    "errors": "core.errors", "status": "core.status", "clock": "core.clock",
+    "options": "core.options", "formats": "core.formats", "secrets": "core.secrets",
+    "redact": "core.redact", "run": "core.run", "listing_progress": "core.listing_progress",
+    "schema_drift": "planning.schema_drift",
+    "jvm": "engine.jvm", "compat": "engine.compat", "spark": "engine.spark", "fs": "engine.fs",
+    "jdbcconn": "engine.jdbc", "tablemeta": "engine.tablemeta", "gcpause": "engine.gcpause",
+    "ledger": "state.ledger", "rollback": "sinks.rollback",
+    "job": "lifecycle.job", "pipeline": "lifecycle.pipeline",
+    "bookmarks": "ops.bookmarks", "bookmark_edit": "ops.bookmark_edit", "pending": "ops.pending",
+    "report_html": "ops.report_html", "cli": "ops.cli", "progress": "ops.progress",
+    "demo": "ops.demo", "pipeline_demo": "ops.pipeline_demo",
+}
+
+
+class _MovedModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """``import sparkmark.run`` gives the module object of ``sparkmark.core.run`` (one object,
+    so ``isinstance`` checks and monkeypatches see the same names)."""
+
+    def find_spec(self, fullname: str, path: Sequence[str] | None = None,
+                  target: ModuleType | None = None) -> importlib.machinery.ModuleSpec | None:
+        prefix, _, leaf = fullname.partition(".")
+        if prefix != "sparkmark" or leaf not in MOVED:
+            return None
+        return importlib.machinery.ModuleSpec(fullname, self)
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType:
+        return importlib.import_module("sparkmark." + MOVED[spec.name.partition(".")[2]])
+
+    def exec_module(self, module: ModuleType) -> None:
+        """The module ran when it was imported under its own name."""
+
+
+if not any(isinstance(f, _MovedModules) for f in sys.meta_path):
+    sys.meta_path.insert(0, _MovedModules())

@@ -32,7 +32,7 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import jvmcache
+from sparkmark.devtools import jvmcache
 
 LOOPBACK = "127.0.0.1"
 STATE_ENV = "SPARKMARK_STATE"
@@ -61,7 +61,7 @@ def connect_jar() -> Path | None:
     found = sorted((spark_home() / "jars").glob("spark-connect_*.jar"))
     if found:
         return found[0]
-    from .jars import jars_for
+    from sparkmark.devtools.jars import jars_for
     try:
         cached = jars_for(["connect"])
     except (LookupError, FileNotFoundError):
@@ -250,7 +250,7 @@ def start_connect(*, master: str = "local[2]", conf: dict[str, str] | None = Non
                   timeout: float = 180.0) -> ConnectServer:
     """Start ``SparkConnectServer`` from pyspark's jars on 127.0.0.1 and a free port.
 
-    ``jars`` (default: the JDBC drivers of :func:`sparkmark.spark.jdbc_jars`) go on the
+    ``jars`` (default: the JDBC drivers of :func:`sparkmark.engine.spark.jdbc_jars`) go on the
     server's classpath, ``conf`` are extra ``--conf`` settings.
     """
     server_jar = connect_jar()
@@ -258,12 +258,12 @@ def start_connect(*, master: str = "local[2]", conf: dict[str, str] | None = Non
         raise RuntimeError("pyspark's jars have no spark-connect jar: Spark Connect servers "
                            "ship with pyspark 4; for Spark 3.5 run `make jars` (it fetches "
                            "org.apache.spark:spark-connect_2.12), or add it with --packages")
-    from ..spark import jdbc_jars
+    from sparkmark.engine.spark import jdbc_jars
     home = spark_home()
     root = Path(tempfile.mkdtemp(prefix="sparkmark-connect-"))
     s = ConnectServer(root=root, port=free_port())
     atexit.register(s.stop)
-    log_conf = Path(__file__).resolve().parents[1] / "log4j2.properties"
+    log_conf = Path(__file__).resolve().parents[1] / "engine" / "log4j2.properties"
     settings = {
         "spark.connect.grpc.binding.port": str(s.port),
         "spark.connect.grpc.binding.address": LOOPBACK,
@@ -310,5 +310,5 @@ def cluster_session(master_url: str, app_name: str = "sparkmark-cluster", *,
             "spark.driver.bindAddress": LOOPBACK,
             "spark.pyspark.python": os.environ.get("PYSPARK_PYTHON", sys.executable),
             **(extra_conf or {})}
-    from ..spark import local_session
+    from sparkmark.engine.spark import local_session
     return local_session(app_name, master=master_url, extra_conf=conf)

@@ -13,7 +13,7 @@ Example::
 """
 from __future__ import annotations
 
-from .jars import jars_for
+from sparkmark.devtools.jars import jars_for
 
 EXTENSIONS = "io.delta.sql.DeltaSparkSessionExtension"
 CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"

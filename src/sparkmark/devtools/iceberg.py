@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import sys
 
-from .jars import deps, jars_for
+from sparkmark.devtools.jars import deps, jars_for
 
 EXTENSIONS = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
 

@@ -55,7 +55,7 @@ KEEP = 6
 #: JSON/CSV/Parquet readers and writers, code generation, joins, aggregates, windows)
 WARMUP = r'''
 import sys, tempfile, os
-from sparkmark.spark import local_session
+from sparkmark.engine.spark import local_session
 spark = local_session("sparkmark-cds-warmup")
 d = tempfile.mkdtemp()
 df = spark.range(200).selectExpr("id", "cast(id as string) AS s", "id % 3 AS k",

@@ -33,8 +33,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from .cluster import LOOPBACK, free_port
-from .jars import jars_for
+from sparkmark.devtools.cluster import LOOPBACK, free_port
+from sparkmark.devtools.jars import jars_for
 
 REGION = "us-east-1"
 

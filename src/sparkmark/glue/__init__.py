@@ -27,7 +27,7 @@ import shlex
 import sys
 from typing import Mapping, MutableMapping
 
-from ._common import GlueUnsupportedAttributeError, GlueUnsupportedError, module_getattr
+from sparkmark.glue._common import GlueUnsupportedAttributeError, GlueUnsupportedError, module_getattr
 
 SUBMIT_ENV = "PYSPARK_SUBMIT_ARGS"
 MASTER_ENV = "SPARKMARK_GLUE_MASTER"
@@ -54,15 +54,15 @@ def local_submit_args(env: Mapping[str, str]) -> str | None:
     when Spark is already configured (spark-submit, PYSPARK_SUBMIT_ARGS, spark-defaults.conf)."""
     if env.get("PYSPARK_GATEWAY_PORT") or env.get(SUBMIT_ENV) or _master_in_defaults(env):
         return None
-    from ..spark import default_conf, jdbc_jars
+    from sparkmark.engine.spark import default_conf, jdbc_jars
     master = env.get(MASTER_ENV) or env.get("MASTER") or "local[2]"
     args = ["--master", master,
             "--conf", "spark.ui.enabled=false",
             "--conf", "spark.ui.showConsoleProgress=false",
             "--conf", "spark.sql.shuffle.partitions=4",
             "--conf", "spark.sql.session.timeZone=UTC"]
-    log_conf = os.path.join(os.path.dirname(os.path.dirname(__file__)), "log4j2.properties")
-    if os.path.isfile(log_conf):  # sparkmark's WARN-level logging, as in sparkmark.spark
+    log_conf = os.path.join(os.path.dirname(os.path.dirname(__file__)), "engine", "log4j2.properties")
+    if os.path.isfile(log_conf):  # sparkmark's WARN-level logging, as in sparkmark.engine.spark
         args += ["--conf", "spark.driver.extraJavaOptions="
                  f"-Dlog4j2.configurationFile=file:{log_conf}"]
     # --jars replaces the spark.jars of spark-defaults.conf (e.g. the s3a connector): keep them
@@ -88,7 +88,7 @@ def configure_local_spark(env: MutableMapping[str, str] | None = None) -> bool:
 
 configure_local_spark()
 
-from .dynamicframe import DynamicFrame, DynamicFrameCollection  # noqa: E402
+from sparkmark.glue.dynamicframe import DynamicFrame, DynamicFrameCollection  # noqa: E402
 
 __all__ = ["DynamicFrame", "DynamicFrameCollection", "GlueUnsupportedError",
            "GlueUnsupportedAttributeError", "configure_local_spark"]

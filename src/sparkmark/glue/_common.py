@@ -5,7 +5,7 @@ import json
 import os
 from typing import Any, Mapping
 
-from ..errors import ConfigError
+from sparkmark.core.errors import ConfigError
 
 DOCS = "docs/glue-migration.md"
 

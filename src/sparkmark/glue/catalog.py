@@ -42,8 +42,8 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Mapping
 
-from ..errors import ConfigError, SourceError
-from ._common import as_options, load_mapping_file
+from sparkmark.core.errors import ConfigError, SourceError
+from sparkmark.glue._common import as_options, load_mapping_file
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -162,7 +162,7 @@ def _columns(where: str, raw: Any) -> tuple[tuple[str, str], ...]:
         if not isinstance(name, str) or not name or not isinstance(typ, str) or not typ:
             raise ConfigError(f"{where}: column {dict(c)!r} needs a Name and a Type "
                               "(e.g. {\"Name\": \"id\", \"Type\": \"bigint\"})")
-        from .fields import glue_type
+        from sparkmark.glue.fields import glue_type
         glue_type(typ, f"{where}: column {name!r}")
         out.append((name, typ))
     return tuple(out)
@@ -444,7 +444,7 @@ def column_types(table: CatalogTable, spark: "SparkSession") -> dict[str, Any]:
 
         column_types(lookup(spark, "db", "t"), spark)  # {"id": LongType()}
     """
-    from .fields import glue_type
+    from sparkmark.glue.fields import glue_type
     if table.columns:
         out = {}
         for name, typ in table.columns:
@@ -464,7 +464,7 @@ def apply_columns(df: Any, table: CatalogTable, positional: bool) -> Any:
     if not table.columns:
         return df
     from pyspark.sql import functions as F
-    from .fields import glue_type, quote, try_cast
+    from sparkmark.glue.fields import glue_type, quote, try_cast
     if positional:
         renames = {f"col{i}": name for i, (name, _) in enumerate(table.columns)
                    if f"col{i}" in df.columns}

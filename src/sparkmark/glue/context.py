@@ -30,18 +30,18 @@ import re
 import time
 from typing import TYPE_CHECKING, Any, Mapping
 
-from ..errors import ConfigError, SinkError, SourceError
-from ..options import DISABLE
-from . import catalog as _catalog
-from . import formats, paths
-from ._common import (GlueUnsupportedError, as_options, attribute_error, module_getattr,
+from sparkmark.core.errors import ConfigError, SinkError, SourceError
+from sparkmark.core.options import DISABLE
+from sparkmark.glue import catalog as _catalog
+from sparkmark.glue import formats, paths
+from sparkmark.glue._common import (GlueUnsupportedError, as_options, attribute_error, module_getattr,
                       unsupported_message)
-from .dynamicframe import DynamicFrame
+from sparkmark.glue.dynamicframe import DynamicFrame
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-    from ..job import Job as SparkmarkJob
+    from sparkmark.lifecycle.job import Job as SparkmarkJob
 
 FILE_TYPES = ("s3", "file")
 JDBC_TYPES = ("postgresql", "mysql", "sqlserver", "oracle", "jdbc")
@@ -126,7 +126,7 @@ class GlueContext:
         from pyspark import SparkContext
         from pyspark.sql import SparkSession
 
-        from ..fs import is_connect
+        from sparkmark.engine.fs import is_connect
         if is_connect(sparkContext):  # Spark Connect: a session, no SparkContext at all
             session, sparkContext = sparkContext, None
         elif isinstance(sparkContext, SparkSession):
@@ -323,7 +323,7 @@ def _no_pushdown(push_down_predicate: Any, call: str) -> None:
 
 def _check_scheme(spark: Any, raw: str, mapped: str, error: type, call: str) -> None:
     """An ``s3://`` path that became ``s3a://`` needs Hadoop's S3 connector: say so up front."""
-    from ..fs import is_connect
+    from sparkmark.engine.fs import is_connect
     if not mapped.startswith("s3a://") or is_connect(spark):  # Connect: the server decides
         return
     jvm = spark.sparkContext._jvm
@@ -342,8 +342,8 @@ def _check_scheme(spark: Any, raw: str, mapped: str, error: type, call: str) -> 
 
 def _driver(spark: Any, url: str, props: Mapping[str, Any],
             error: type[Exception] = SourceError) -> str:
-    """:func:`sparkmark.jdbcconn.resolve_driver`, with the Glue way to name a driver."""
-    from ..jdbcconn import resolve_driver
+    """:func:`sparkmark.engine.jdbc.resolve_driver`, with the Glue way to name a driver."""
+    from sparkmark.engine.jdbc import resolve_driver
     try:
         return resolve_driver(spark, url, props)
     except ConfigError:
@@ -374,8 +374,8 @@ def _read_files(spark: Any, job: "SparkmarkJob | None", paths_: list[str], fmt: 
             merged["mode"] = "FAILFAST"  # Glue's frames have no _rescued_data: as without a job
         df = job.read.files(mapped, format=spark_fmt, transformation_ctx=ctx, options=merged)
     else:  # no running job: everything, read the way sparkmark's file source reads it
-        from ..planning.bands import plan_all, split_options
-        from ..sources import files as file_source
+        from sparkmark.planning.bands import plan_all, split_options
+        from sparkmark.sources import files as file_source
         band_opts, rest = split_options({**options, **reader_opts})
         opts, schema = file_source.reader_options(file_source.check_format(spark_fmt), rest)
         listing = file_source.list_inputs(spark, mapped, band_opts)
@@ -611,8 +611,8 @@ def _purge(glue: GlueContext, raw_paths: list[str], options: Any, call: str) -> 
     cutoff = now - int(hours_f * 3_600_000)
     path_map = paths.load_path_map()
     spark = glue.spark_session
-    from ..fs import is_connect
-    if is_connect(spark):  # no JVM here: list and delete through pyarrow (sparkmark.fs)
+    from sparkmark.engine.fs import is_connect
+    if is_connect(spark):  # no JVM here: list and delete through pyarrow (sparkmark.engine.fs)
         gone = _purge_without_jvm(spark, raw_paths, path_map, cutoff, call)
         logging.getLogger("sparkmark.glue").info("%s: deleted %d file(s)", call, len(gone))
         return gone
@@ -652,7 +652,7 @@ def _purge_without_jvm(spark: Any, raw_paths: list[str], path_map: list, cutoff:
     """``purge_*`` over Spark Connect: the client lists and deletes through the file system
     sparkmark opens for the session (``pyarrow``: the Connect server's S3 endpoint and keys),
     level by level; a run's staged output is spared, a root refused, as on classic sessions."""
-    from ..fs import file_system
+    from sparkmark.engine.fs import file_system
     deleted: list[str] = []
     for raw in raw_paths:
         target = _purge_target(raw, path_map, call)

@@ -17,11 +17,11 @@ from __future__ import annotations
 import uuid
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 
-from .. import compat
-from ..errors import ConfigError
-from ._common import (GlueUnsupportedError, attribute_error, module_getattr,
+from sparkmark.engine import compat
+from sparkmark.core.errors import ConfigError
+from sparkmark.glue._common import (GlueUnsupportedError, attribute_error, module_getattr,
                       unsupported_message)
-from .fields import find_field, glue_type, quote, split_path, try_cast
+from sparkmark.glue.fields import find_field, glue_type, quote, split_path, try_cast
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -300,7 +300,7 @@ class DynamicFrame:
 
     def _match_catalog(self, database: Any, table_name: Any) -> "DataFrame":
         from pyspark.sql.types import StructType
-        from . import catalog
+        from sparkmark.glue import catalog
         if not database or not table_name:
             raise ConfigError("resolveChoice(choice='match_catalog') needs database= and "
                               "table_name=")
@@ -478,7 +478,7 @@ class DynamicFrame:
         ``id`` linking to it.  The ids are fixed by writing the frame to ``staging_path``
         (mapped like every path) once per level that has arrays.
         """
-        from . import paths
+        from sparkmark.glue import paths
         if not isinstance(root_table_name, str) or not root_table_name:
             raise ConfigError("relationalize needs root_table_name, e.g. 'root'")
         if not isinstance(staging_path, str) or not staging_path.strip():

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .. import compat
-from ..errors import ConfigError
+from sparkmark.engine import compat
+from sparkmark.core.errors import ConfigError
 
 if TYPE_CHECKING:
     from pyspark.sql import Column

@@ -8,8 +8,8 @@ from __future__ import annotations
 import re
 from typing import Any, Mapping
 
-from ..errors import ConfigError
-from ._common import GlueUnsupportedError, as_options, unsupported_message
+from sparkmark.core.errors import ConfigError
+from sparkmark.glue._common import GlueUnsupportedError, as_options, unsupported_message
 
 READ_FORMATS = ("csv", "json", "parquet", "orc", "avro", "xml", "text")
 WRITE_FORMATS = ("csv", "json", "parquet", "orc")

@@ -28,12 +28,12 @@ import sys
 import weakref
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-from .. import job as _sm_job
-from ..errors import ConfigError
-from ._common import attribute_error, module_getattr
+from sparkmark.lifecycle import job as _sm_job
+from sparkmark.core.errors import ConfigError
+from sparkmark.glue._common import attribute_error, module_getattr
 
 if TYPE_CHECKING:
-    from .context import GlueContext
+    from sparkmark.glue.context import GlueContext
 
 NOT_COMMITTED_NOTE = "not committed: bookmark unchanged"
 
@@ -53,7 +53,7 @@ class Job:
     """
 
     def __init__(self, glue_context: "GlueContext", state: str | None = None, clock=None):
-        from .context import GlueContext
+        from sparkmark.glue.context import GlueContext
         if not isinstance(glue_context, GlueContext):
             raise ConfigError(f"Job needs the GlueContext, not {type(glue_context).__name__}: "
                               "job = Job(glueContext)")

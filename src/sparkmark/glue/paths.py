@@ -12,8 +12,8 @@ import os
 import re
 from typing import Any, Mapping, Sequence
 
-from ..errors import ConfigError
-from ._common import load_mapping_file
+from sparkmark.core.errors import ConfigError
+from sparkmark.glue._common import load_mapping_file
 
 PATH_MAP_ENV = "SPARKMARK_PATH_MAP"
 _S3 = re.compile(r"^s3[an]?://", re.IGNORECASE)

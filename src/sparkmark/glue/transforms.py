@@ -15,10 +15,10 @@ from __future__ import annotations
 
 from typing import Any, Callable, Mapping, Sequence
 
-from ..errors import ConfigError
-from ._common import GlueUnsupportedError, module_getattr, unsupported_message
-from .dynamicframe import DynamicFrame, DynamicFrameCollection
-from .fields import quote, split_path  # noqa: F401 - split_path: re-exported for old imports
+from sparkmark.core.errors import ConfigError
+from sparkmark.glue._common import GlueUnsupportedError, module_getattr, unsupported_message
+from sparkmark.glue.dynamicframe import DynamicFrame, DynamicFrameCollection
+from sparkmark.glue.fields import quote, split_path  # noqa: F401 - split_path: re-exported for old imports
 
 
 class GlueTransform:

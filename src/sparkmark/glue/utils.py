@@ -4,16 +4,16 @@ Like Glue it returns ``job_bookmark_option`` (``job-bookmark-disable`` unless gi
 ``--continuation-option`` values are translated), ``job_bookmark_from``/``job_bookmark_to``,
 ``JOB_ID``, ``JOB_RUN_ID``, ``SECURITY_CONFIGURATION``, ``encryption_type``, ``TempDir`` and
 ``RedshiftTempDir`` (``None`` when absent), plus every option asked for (required).  Arguments
-nobody asked for are ignored.  A bad value is a :class:`~sparkmark.errors.ConfigError` (Glue
+nobody asked for are ignored.  A bad value is a :class:`~sparkmark.core.errors.ConfigError` (Glue
 exits through argparse instead).
 """
 from __future__ import annotations
 
 from typing import Any, Sequence
 
-from ..errors import ConfigError
-from ..options import BOOKMARK_OPTIONS, DISABLE, ENABLE, PAUSE, parse_job_args
-from ._common import module_getattr
+from sparkmark.core.errors import ConfigError
+from sparkmark.core.options import BOOKMARK_OPTIONS, DISABLE, ENABLE, PAUSE, parse_job_args
+from sparkmark.glue._common import module_getattr
 
 CONTINUATION = {"continuation-enabled": ENABLE, "continuation-readonly": PAUSE,
                 "continuation-ignore": DISABLE}

@@ -9,7 +9,7 @@
 - :class:`SparkmarkPipelineOperator` runs a pipeline file (``sparkmark run``) the same way; a
   FAILED module, or one SKIPPED by a failed dependency, fails the task.
 - :class:`SparkmarkInputSensor` waits for new input past the bookmark without starting Spark
-  (:mod:`sparkmark.pending`: files listed through the same planner, or a JDBC table's upper
+  (:mod:`sparkmark.ops.pending`: files listed through the same planner, or a JDBC table's upper
   bound); ``deferrable=True`` waits in the triggerer instead of a worker slot.
 - :class:`SparkmarkResetOperator` and :class:`SparkmarkRollbackOperator`: ``bookmark reset``
   and pipeline ``rollback`` for backfills (``dry_run`` shows what would happen).
@@ -52,8 +52,8 @@ from airflow.sdk import BaseHook, BaseOperator, BaseOperatorLink, BaseSensorOper
 from airflow.sdk.exceptions import AirflowException, AirflowSkipException
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
-from ..ledger import run_summary
-from ..state import StateStore, open_store
+from sparkmark.state.ledger import run_summary
+from sparkmark.state import StateStore, open_store
 
 FAILED, SKIPPED, EMPTY = "FAILED", "SKIPPED", "EMPTY"
 RUN_PAGE_KEY = "sparkmark_run_page"   # the XCom the run-page link reads
@@ -173,7 +173,7 @@ class _RunsChild(BaseOperator):
         ti = context["ti"]
         ti.xcom_push(key=RUN_PAGE_KEY, value="")  # the link reads it: no page, no link
         if self.report_dir and job_for_page and rows:
-            from ..report_html import write_html_report
+            from sparkmark.ops.report_html import write_html_report
             Path(self.report_dir).mkdir(parents=True, exist_ok=True)
             page = Path(self.report_dir) / f"{job_for_page}.html"
             write_html_report(str(page), store, job=job_for_page)
@@ -209,7 +209,7 @@ class SparkmarkJobOperator(_RunsChild):
     [--job-bookmark-from R --job-bookmark-to R] JOB_ARGS...`` (``launcher="spark-submit"``:
     ``spark-submit SPARK_SUBMIT_ARGS... SCRIPT ...``). Its ledger rows (the runs of
     ``job_name`` this process made) are the return value: a list of dicts
-    (:func:`sparkmark.ledger.run_summary`). FAILED → the task fails (the rows are still pushed
+    (:func:`sparkmark.state.ledger.run_summary`). FAILED → the task fails (the rows are still pushed
     under the XCom key ``sparkmark_runs``); EMPTY with ``skip_on_empty`` → skipped.
 
     Example::
@@ -302,7 +302,7 @@ class SparkmarkPipelineOperator(_RunsChild):
         if not Path(self.pipeline_file).is_file():
             raise AirflowException(f"pipeline file {self.pipeline_file!r} does not exist on "
                                    "this worker")
-        argv = [self.python or sys.executable, "-m", "sparkmark.cli", "run",
+        argv = [self.python or sys.executable, "-m", "sparkmark.ops.cli", "run",
                 self.pipeline_file, "--quiet"]
         for flag, value in (("--layers", self.layers), ("--modules", self.modules)):
             if value is not None and value != "":
@@ -342,7 +342,7 @@ class SparkmarkResetOperator(BaseOperator):
 
     def execute(self, context: Any) -> dict[str, Any]:
         url = _state(self.state, self.state_conn_id)
-        argv = [self.python or sys.executable, "-m", "sparkmark.cli", "bookmark", "reset",
+        argv = [self.python or sys.executable, "-m", "sparkmark.ops.cli", "bookmark", "reset",
                 self.job_name]
         if self.run_id:
             argv += ["--run-id", self.run_id]
@@ -351,7 +351,7 @@ class SparkmarkResetOperator(BaseOperator):
         if self.dry_run:
             argv.append("--dry-run")
         out = _check_child(argv, url, f"sparkmark bookmark reset {self.job_name}", self.log)
-        from ..bookmarks import Bookmarks
+        from sparkmark.ops.bookmarks import Bookmarks
         entry = Bookmarks(_store(url)).get(self.job_name)
         return {"output": out, "bookmark": entry}
 
@@ -381,7 +381,7 @@ class SparkmarkRollbackOperator(BaseOperator):
         url = _state(self.state, self.state_conn_id)
         if (self.since is None) == (self.run_id is None):
             raise AirflowException("give exactly one of since (a date) or run_id")
-        argv = [self.python or sys.executable, "-m", "sparkmark.cli", "rollback",
+        argv = [self.python or sys.executable, "-m", "sparkmark.ops.cli", "rollback",
                 self.pipeline_file]
         for m in self.modules:
             argv += ["--module", str(m)]
@@ -408,13 +408,13 @@ def _check_child(argv: list[str], url: str | None, what: str, log: Any) -> str:
 
 # ---------------------------------------------------------------------- waiting for input
 def check_input(kwargs: Mapping[str, Any]) -> dict[str, Any]:
-    """One look for new input (no Spark): :func:`sparkmark.pending.pending_files` when
-    ``kwargs`` has ``path``, else :func:`~sparkmark.pending.pending_rows`; JSON-ready.
+    """One look for new input (no Spark): :func:`sparkmark.ops.pending.pending_files` when
+    ``kwargs`` has ``path``, else :func:`~sparkmark.ops.pending.pending_rows`; JSON-ready.
 
     Example: ``check_input({"job_name": "orders", "transformation_ctx": "src", "path": "in",
     "state": url})["new_input"]``
     """
-    from ..pending import pending_files, pending_rows
+    from sparkmark.ops.pending import pending_files, pending_rows
     kw = dict(kwargs)
     if kw.get("path"):
         return pending_files(kw["job_name"], kw["path"],

@@ -39,15 +39,15 @@ except ImportError as e:  # pragma: no cover - the extra is not installed
     raise ImportError("sparkmark.integrations.dagster needs Dagster: "
                       "pip install 'sparkmark[dagster]'") from e
 
-from ..ledger import ledger_rows
-from ..status import RunStatus
-from .dagster_pipes import (BAD_STATUSES, asset_name, ledger_row, metadata_fields,
+from sparkmark.state.ledger import ledger_rows
+from sparkmark.core.status import RunStatus
+from sparkmark.integrations.dagster_pipes import (BAD_STATUSES, asset_name, ledger_row, metadata_fields,
                             report_to_pipes)
 
 if TYPE_CHECKING:
-    from ..bookmarks import Bookmarks
-    from ..job import Job
-    from ..pipeline import Pipeline
+    from sparkmark.ops.bookmarks import Bookmarks
+    from sparkmark.lifecycle.job import Job
+    from sparkmark.lifecycle.pipeline import Pipeline
 
 __all__ = ["CHECK_NAME", "SparkmarkResource", "ledger_metadata", "materialize_job_result",
            "module_asset_key", "report_to_pipes", "sparkmark_pipeline_assets",
@@ -67,7 +67,7 @@ class SparkmarkResource(dg.ConfigurableResource):
         @dg.asset
         def report(sparkmark: SparkmarkResource):
             return dg.MaterializeResult(metadata=ledger_metadata(
-                sparkmark.ledger(job="orders", last=1)[-1]))
+                sparkmark.state.ledger(job="orders", last=1)[-1]))
 
         dg.Definitions(assets=[report],
                        resources={"sparkmark": SparkmarkResource(state="postgresql://...")})
@@ -78,29 +78,29 @@ class SparkmarkResource(dg.ConfigurableResource):
     def ledger(self, job: str | None = None, pipeline: str | None = None,
                last: int | None = None) -> list[dict[str, Any]]:
         """The raw ledger rows (times in epoch ms), oldest first (see
-        :func:`sparkmark.ledger.ledger_rows`).  Example: ``sparkmark.ledger(job="orders",
+        :func:`sparkmark.state.ledger.ledger_rows`).  Example: ``sparkmark.state.ledger(job="orders",
         last=1)``"""
         return ledger_rows(self.state, job=job, pipeline=pipeline, last=last)
 
     def bookmarks(self) -> "Bookmarks":
         """A :class:`sparkmark.Bookmarks` on this store.  Example:
-        ``sparkmark.bookmarks().get("orders")["Version"]``"""
-        from ..bookmarks import Bookmarks
+        ``sparkmark.ops.bookmarks().get("orders")["Version"]``"""
+        from sparkmark.ops.bookmarks import Bookmarks
         return Bookmarks(self.state)
 
     def job(self, spark: Any, **kwargs: Any) -> "Job":
         """A :class:`sparkmark.Job` on this store (``kwargs``: ``clock``, ...).  Example::
 
-            with sparkmark.job(spark).run("orders", args) as job:
+            with sparkmark.lifecycle.job(spark).run("orders", args) as job:
                 ...
         """
-        from ..job import Job
+        from sparkmark.lifecycle.job import Job
         return Job(spark, state=self.state, **kwargs)
 
 
 # ---------------------------------------------------------------------- metadata
 def ledger_metadata(row: Mapping[str, Any]) -> dict[str, Any]:
-    """A ledger row (from :func:`sparkmark.ledger.ledger_rows` / ``sm_runs``) as Dagster
+    """A ledger row (from :func:`sparkmark.state.ledger.ledger_rows` / ``sm_runs``) as Dagster
     metadata.
 
     ``run_id``, ``status``, ``job_name`` (and ``pipeline``, ``module_name``, ``layer``...) as
@@ -174,7 +174,7 @@ def materialize_job_result(job_or_row: "Job | Mapping[str, Any]", *,
 
         @dg.asset(deps=["landing_orders"], check_specs=[status_check_spec("orders")])
         def orders(sparkmark: SparkmarkResource):
-            with sparkmark.job(spark).run("orders", ENABLE_ARGS) as job:
+            with sparkmark.lifecycle.job(spark).run("orders", ENABLE_ARGS) as job:
                 job.write(job.read.files("in", transformation_ctx="src"), "out",
                           transformation_ctx="sink")
             return materialize_job_result(job, check_name=CHECK_NAME)
@@ -214,7 +214,7 @@ def sparkmark_pipeline_assets(pipeline: "Pipeline | str | Path", *, name: str | 
     ``group_by="layer"``, the module's layer) and one asset check ``check_name`` per module.
 
     ``pipeline``: a :class:`~sparkmark.Pipeline` or a pipeline file (loaded now, with
-    :func:`sparkmark.pipeline.load_pipeline_file`).  It is subsettable: materializing some of
+    :func:`sparkmark.lifecycle.pipeline.load_pipeline_file`).  It is subsettable: materializing some of
     its assets runs ``Pipeline.run(modules=[their ids])`` (one pipeline run, one snapshot).
 
     Per module run:
@@ -233,7 +233,7 @@ def sparkmark_pipeline_assets(pipeline: "Pipeline | str | Path", *, name: str | 
         defs = dg.Definitions(assets=[sparkmark_pipeline_assets(p, group_by="layer")])
     """
     if isinstance(pipeline, (str, Path)):
-        from ..pipeline import load_pipeline_file
+        from sparkmark.lifecycle.pipeline import load_pipeline_file
         pipeline = load_pipeline_file(pipeline)
     p = pipeline
     if group_by not in ("pipeline", "layer"):

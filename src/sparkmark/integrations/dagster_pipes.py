@@ -17,11 +17,11 @@ import os
 import re
 from typing import TYPE_CHECKING, Any, Mapping
 
-from ..ledger import run_markers, source_summaries
-from ..status import RunStatus
+from sparkmark.state.ledger import run_markers, source_summaries
+from sparkmark.core.status import RunStatus
 
 if TYPE_CHECKING:
-    from ..job import Job
+    from sparkmark.lifecycle.job import Job
 
 __all__ = ["report_to_pipes"]
 

@@ -32,10 +32,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
-from ..errors import ConfigError
-from .filecolumns import FileColumns, total_size
-from .listing import FileEntry, FullInterval, parse_interval
-from .rewrites import modified_mode
+from sparkmark.core.errors import ConfigError
+from sparkmark.planning.filecolumns import FileColumns, total_size
+from sparkmark.planning.listing import FileEntry, FullInterval, parse_interval
+from sparkmark.planning.rewrites import modified_mode
 
 DEFAULT_MAX_BAND_MS = 900_000
 STATE_KIND = "files"

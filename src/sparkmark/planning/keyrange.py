@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Mapping, Sequence
 
-from ..errors import ConfigError, StateCorruptError
+from sparkmark.core.errors import ConfigError, StateCorruptError
 
 ASC, DESC = "asc", "desc"
 SORT_ORDERS = (ASC, DESC)

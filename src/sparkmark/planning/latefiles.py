@@ -41,8 +41,8 @@ from array import array
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Mapping, Sequence
 
-from .bands import FileEntry, path_hash
-from .filecolumns import FileColumns
+from sparkmark.planning.bands import FileEntry, path_hash
+from sparkmark.planning.filecolumns import FileColumns
 
 M64 = (1 << 64) - 1
 K = 3                 # cells per key (one in each of K sub-tables)

@@ -49,8 +49,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, NamedTuple, Sequence
 
-from ..errors import ConfigError
-from .filecolumns import FileColumns, FileEntry
+from sparkmark.core.errors import ConfigError
+from sparkmark.planning.filecolumns import FileColumns, FileEntry
 
 LOCAL_MARGIN_MS = 1_000
 REMOTE_MARGIN_MS = 300_000

@@ -26,8 +26,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Collection, Mapping, Sequence
 
-from ..errors import ConfigError
-from .listing import FileEntry
+from sparkmark.core.errors import ConfigError
+from sparkmark.planning.listing import FileEntry
 
 #: values of the ``onModified`` option
 MODIFIED_MODES = ("reprocess", "ignore", "fail")

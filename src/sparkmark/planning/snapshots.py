@@ -26,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, NamedTuple
 
-from ..errors import ConfigError, SourceError, StateCorruptError
+from sparkmark.core.errors import ConfigError, SourceError, StateCorruptError
 
 FAIL, SKIP, CHANGES = "fail", "skip", "changes"
 ON_NON_APPEND = (FAIL, SKIP, CHANGES)

@@ -1,7 +1,7 @@
 """Pipeline planning, pure: module order, time windows, dependency gating, rollback cuts.
 
 Plain functions over plain data (ints in epoch milliseconds UTC, dicts, tuples): no Spark, no
-database.  ``sparkmark.pipeline`` drives them; ``tests/test_windows.py`` checks them exhaustively
+database.  ``sparkmark.lifecycle.pipeline`` drives them; ``tests/test_windows.py`` checks them exhaustively
 over small cases and against a reference model.
 
 Window rules (SPEC §8)
@@ -23,13 +23,13 @@ from datetime import date, datetime, timedelta, timezone as dt_timezone
 from typing import AbstractSet, Any, Iterable, Mapping, Sequence
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from ..errors import PipelineError
-from ..status import RunStatus
+from sparkmark.core.errors import PipelineError
+from sparkmark.core.status import RunStatus
 
 DAY_MS = 86_400_000
 MIN_EPOCH_MS = 100_000_000_000   # 1973-03-03: smaller ints given as times look like seconds
 
-# Ledger statuses (sparkmark.status is pure too: plain enums).
+# Ledger statuses (sparkmark.core.status is pure too: plain enums).
 SUCCEEDED = RunStatus.SUCCEEDED
 EMPTY = RunStatus.EMPTY
 FAILED = RunStatus.FAILED

@@ -6,16 +6,16 @@
 - :mod:`.publish`: publish / discard / remove / recover, one dispatch on the typed outputs;
 - :mod:`.stamping`: the stamp columns and the one-pass row count they share.
 
-Sinks take a :class:`~sparkmark.run.RunContext`, never a ``Job``::
+Sinks take a :class:`~sparkmark.core.run.RunContext`, never a ``Job``::
 
     n = write_files(run, df, "data/out", format="parquet", transformation_ctx="sink")
 """
-from .files import write_files
-from .jdbc import write_jdbc
-from .publish import (discard_outputs, outputs_of, publish_outputs, recover_job_outputs,
+from sparkmark.sinks.files import write_files
+from sparkmark.sinks.jdbc import write_jdbc
+from sparkmark.sinks.publish import (discard_outputs, outputs_of, publish_outputs, recover_job_outputs,
                       remove_run_output)
-from .stamping import FILE_PREFIX, RUN_ID_COL, SNAPSHOT_COL, STAGING_DIR, stamp
-from .table import write_table
+from sparkmark.sinks.stamping import FILE_PREFIX, RUN_ID_COL, SNAPSHOT_COL, STAGING_DIR, stamp
+from sparkmark.sinks.table import write_table
 
 __all__ = ["FILE_PREFIX", "RUN_ID_COL", "SNAPSHOT_COL", "STAGING_DIR", "discard_outputs",
            "outputs_of", "publish_outputs", "recover_job_outputs", "remove_run_output", "stamp",

@@ -16,14 +16,14 @@ from contextlib import contextmanager
 
 from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
-from ..errors import ConfigError, JobStateError, SinkError
-from ..formats import WRITE_FORMATS
-from ..fs import ArrowFS, HadoopFS, file_system, storage_secrets
-from ..jvm import storage_error_text
-from ..run import FileOutput, RunContext
-from ..schema_drift import name_paths, skip_hint
-from ..secrets import mask_url
-from .stamping import STAGING_DIR, count_while, published_prefix, stamp
+from sparkmark.core.errors import ConfigError, JobStateError, SinkError
+from sparkmark.core.formats import WRITE_FORMATS
+from sparkmark.engine.fs import ArrowFS, HadoopFS, file_system, storage_secrets
+from sparkmark.engine.jvm import storage_error_text
+from sparkmark.core.run import FileOutput, RunContext
+from sparkmark.planning.schema_drift import name_paths, skip_hint
+from sparkmark.core.secrets import mask_url
+from sparkmark.sinks.stamping import STAGING_DIR, count_while, published_prefix, stamp
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

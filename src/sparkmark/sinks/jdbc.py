@@ -19,11 +19,11 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any, Mapping
 
-from ..errors import ConfigError, JobStateError, SinkError, SourceError
-from ..jdbcconn import JdbcConnection, java_message, resolve_driver, spark_url
-from ..redact import redact_url, url_has_secret
-from ..run import JdbcOutput, RunContext
-from .stamping import RUN_ID_COL, checked_run_id, count_while, stamp, stamped_columns
+from sparkmark.core.errors import ConfigError, JobStateError, SinkError, SourceError
+from sparkmark.engine.jdbc import JdbcConnection, java_message, resolve_driver, spark_url
+from sparkmark.core.redact import redact_url, url_has_secret
+from sparkmark.core.run import JdbcOutput, RunContext
+from sparkmark.sinks.stamping import RUN_ID_COL, checked_run_id, count_while, stamp, stamped_columns
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -37,12 +37,12 @@ STAGE_NAME_MAX = 30  # fits every common database (Oracle 12.1: 30, PostgreSQL: 
 
 def public_properties(props: Mapping[str, Any]) -> dict[str, str]:
     """The connection properties that may be stored in the ledger: an allowlist (user, driver
-    and a few known-safe keys, :data:`sparkmark.secrets.SAFE_PROPERTIES`), never the rest.
+    and a few known-safe keys, :data:`sparkmark.core.secrets.SAFE_PROPERTIES`), never the rest.
 
     >>> public_properties({"user": "etl", "passwd": "x", "options": "-c a=b"})
     {'user': 'etl'}
     """
-    from ..secrets import safe_properties
+    from sparkmark.core.secrets import safe_properties
     return safe_properties(props)
 
 
@@ -67,7 +67,7 @@ def stage_name(table: str) -> str:
 
 
 def sink_driver(spark: "SparkSession", url: str, props: Mapping[str, Any]) -> str:
-    """:func:`~sparkmark.jdbcconn.resolve_driver` for a target: its error is a SinkError.
+    """:func:`~sparkmark.engine.jdbc.resolve_driver` for a target: its error is a SinkError.
 
         sink_driver(spark, "jdbc:mysql://db/shop", {})  # 'org.mariadb.jdbc.Driver' (Debian)
     """
@@ -78,7 +78,7 @@ def sink_driver(spark: "SparkSession", url: str, props: Mapping[str, Any]) -> st
 
 
 class JdbcTarget:
-    """A connection for the sink's own statements (:class:`~sparkmark.jdbcconn.JdbcConnection`:
+    """A connection for the sink's own statements (:class:`~sparkmark.engine.jdbc.JdbcConnection`:
     the driver JVM's JDBC driver, or a Python driver over Spark Connect).
 
     Example::

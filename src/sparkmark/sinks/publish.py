@@ -1,5 +1,5 @@
 """Publish, discard, remove and recover staged output: one dispatch on the typed
-:data:`~sparkmark.run.StagedOutput`.
+:data:`~sparkmark.core.run.StagedOutput`.
 
     publish_outputs(spark, store, run_id, outputs)   # after the state store commit
     discard_outputs(spark, outputs)                  # a run that did not commit
@@ -13,16 +13,16 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
-from ..run import FileOutput, JdbcOutput, StagedOutput, TableOutput, output_from_record
-from ..status import PublishState, RunStatus
-from .files import discard_files, publish_files, remove_published_files
-from .jdbc import discard_jdbc, publish_jdbc, remove_jdbc_run
-from .table import discard_table, publish_table, remove_table_run
+from sparkmark.core.run import FileOutput, JdbcOutput, StagedOutput, TableOutput, output_from_record
+from sparkmark.core.status import PublishState, RunStatus
+from sparkmark.sinks.files import discard_files, publish_files, remove_published_files
+from sparkmark.sinks.jdbc import discard_jdbc, publish_jdbc, remove_jdbc_run
+from sparkmark.sinks.table import discard_table, publish_table, remove_table_run
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from ..state import StateStore
+    from sparkmark.state import StateStore
 
 #: credentials given for JDBC targets, by table name (each a mapping with ``url``)
 Credentials = Mapping[str, Mapping[str, Any]]
@@ -108,7 +108,7 @@ def recover_job_outputs(spark: "SparkSession", store: "StateStore", job_name: st
 
     A committed run whose output is not yet published is rolled forward; a run that did not
     commit has its staged output removed; a rolled-back run still marked ``removing`` has its
-    output removed (see :mod:`sparkmark.rollback`).
+    output removed (see :mod:`sparkmark.sinks.rollback`).
     ``only_table``: only runs with JDBC output to that
     table (a write that brought the table's credentials).  ``rows``: the runs to recover as
     ``begin_run`` read them under the lease just taken (``RunStart.to_recover``), else read here.

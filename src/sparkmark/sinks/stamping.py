@@ -13,8 +13,8 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Callable, Sequence
 
-from ..compat import is_connect
-from ..errors import SinkError
+from sparkmark.engine.compat import is_connect
+from sparkmark.core.errors import SinkError
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame

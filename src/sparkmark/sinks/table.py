@@ -3,8 +3,8 @@
 ``write_table`` stages the run's rows as an Iceberg snapshot that is *not* made current: the
 table gets ``write.wap.enabled=true`` once, and the write runs with ``spark.wap.id`` set to a
 WAP id unique to this write (``<run_id>-<8 hex>``), recorded in the ledger first
-(:class:`~sparkmark.run.TableOutput`).  The staged snapshot's summary names the job and the run
-(``sparkmark.job``, ``sparkmark.run-id``, ``sparkmark.snapshot-ts``, ``sparkmark.ctx``).
+(:class:`~sparkmark.core.run.TableOutput`).  The staged snapshot's summary names the job and the run
+(``sparkmark.lifecycle.job``, ``sparkmark.core.run-id``, ``sparkmark.snapshot-ts``, ``sparkmark.ctx``).
 Readers of the table (its ``main`` branch) see none of it.
 
 After the state store commit, :func:`publish_table` makes it current with
@@ -34,12 +34,12 @@ import secrets
 import weakref
 from typing import TYPE_CHECKING, Any, Mapping, NamedTuple, Sequence, TypeAlias
 
-from .. import tablemeta
-from ..errors import ConfigError, JobStateError, SinkError
-from ..compat import is_connect
-from ..jvm import decode_rows, encode_rows, helper, java_error_text, java_static
-from ..run import RunContext, TableOutput
-from .stamping import checked_run_id, stamp, stamped_columns
+from sparkmark.engine import tablemeta
+from sparkmark.core.errors import ConfigError, JobStateError, SinkError
+from sparkmark.engine.compat import is_connect
+from sparkmark.engine.jvm import decode_rows, encode_rows, helper, java_error_text, java_static
+from sparkmark.core.run import RunContext, TableOutput
+from sparkmark.sinks.stamping import checked_run_id, stamp, stamped_columns
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("sparkmark.table")
 
 #: the summary keys every staged snapshot carries
-JOB_PROP, RUN_PROP, SNAPSHOT_PROP, CTX_PROP = ("sparkmark.job", "sparkmark.run-id",
+JOB_PROP, RUN_PROP, SNAPSHOT_PROP, CTX_PROP = ("sparkmark.lifecycle.job", "sparkmark.core.run-id",
                                                "sparkmark.snapshot-ts", "sparkmark.ctx")
 WAP_PROP = "write.wap.enabled"
 _PART = r"(?:[A-Za-z_][A-Za-z0-9_]*|`[^`]+`)"
@@ -486,7 +486,7 @@ _CACHE_MANAGERS: "weakref.WeakKeyDictionary[Any, Any]" = weakref.WeakKeyDictiona
 def _fast_forward(handle: "_Target", staged: Staged) -> str:
     """Publish the ``staged`` snapshot by moving the ``main`` branch to it, when its parent is
     the branch's snapshot in the metadata the write left (:attr:`handle.base
-    <sparkmark.tablemeta.TableHandle.base>`): the table then becomes exactly what Iceberg's
+    <sparkmark.engine.tablemeta.TableHandle.base>`): the table then becomes exactly what Iceberg's
     cherry-pick makes of it (a fast-forward: the staged snapshot itself is current), in one
     table commit without the cherry-pick's transaction, validation and reports (6-9 ms of a
     ~20 ms publish here, issue 22).  The table is refreshed first and must still be at that
@@ -558,7 +558,7 @@ def remove_table_run(spark: "SparkSession", run_id: str, out: TableOutput,
                      dry_run: bool = False) -> list[str]:
     """Rollback: remove the data files run ``run_id`` published into Iceberg table
     ``out.target`` in one table commit (a ``delete`` snapshot whose summary has
-    ``sparkmark.rollback-of``).  Refused, with nothing changed, when later snapshots rewrote
+    ``sparkmark.sinks.rollback-of``).  Refused, with nothing changed, when later snapshots rewrote
     some of those files (compaction, an overwrite, a delete); nothing to do when they are all
     gone already (a removal a crash interrupted after its commit).  Returns what was removed.
 
@@ -612,7 +612,7 @@ def remove_table_run(spark: "SparkSession", run_id: str, out: TableOutput,
         for f in files:
             op.deleteFile(f)
         op.validateFilesExist()
-        op.set("sparkmark.rollback-of", run_id)
+        op.set("sparkmark.sinks.rollback-of", run_id)
         op.set(RUN_PROP, run_id)
         op.commit()
         spark.sql(f"REFRESH TABLE {out.target}")
@@ -628,4 +628,4 @@ def _rolled_back(spark: "SparkSession", table: str, run_id: str) -> bool:
     return bool(spark.sql(
         f"SELECT 1 FROM {table}.snapshots s JOIN {table}.history h "
         "ON s.snapshot_id = h.snapshot_id WHERE h.is_current_ancestor "
-        f"AND s.summary['sparkmark.rollback-of'] = '{checked_run_id(run_id)}'").collect())
+        f"AND s.summary['sparkmark.sinks.rollback-of'] = '{checked_run_id(run_id)}'").collect())

@@ -19,11 +19,11 @@ from itertools import repeat
 from operator import floordiv
 from typing import Callable, Iterator, Sequence, TypeVar
 
-from ..errors import SourceError
-from ..jvm import storage_error_text
-from ..secrets import mask_url
-from ..planning.filecolumns import FileColumns
-from ..planning.listing import DirEntry, Level, enter, hidden
+from sparkmark.core.errors import SourceError
+from sparkmark.engine.jvm import storage_error_text
+from sparkmark.core.secrets import mask_url
+from sparkmark.planning.filecolumns import FileColumns
+from sparkmark.planning.listing import DirEntry, Level, enter, hidden
 
 _MS = 1_000_000
 _CHUNK = 4096

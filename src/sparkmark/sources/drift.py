@@ -1,12 +1,12 @@
 """Reading json/csv files under a known schema (option ``schemaEvolution``): the Spark side.
 
-The decisions are pure (:mod:`sparkmark.schema_drift`); this module only asks Spark:
+The decisions are pure (:mod:`sparkmark.planning.schema_drift`); this module only asks Spark:
 
 1. *See* the new files' columns: Spark's own inference over them (JSON: one pass over the new
    files; CSV: the header of each file, plus a pass when ``inferSchema=true``).  CSV files are
    grouped by header line, so a file whose header gained, lost or reordered columns is read
    by its own header, not by the first file's positions.
-2. *Plan* with :func:`~sparkmark.schema_drift.plan_drift`.
+2. *Plan* with :func:`~sparkmark.planning.schema_drift.plan_drift`.
 3. *Read* with the planned types (``mode=PERMISSIVE`` and an internal corrupt-record column),
    new columns as strings; a value Spark could not convert is found again in the raw record
    (``from_json`` to a map of strings, ``from_csv`` to strings) and goes into
@@ -27,10 +27,10 @@ import json
 import uuid
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-from ..errors import SourceError
-from ..fs import file_system
-from ..planning.bands import FileEntry
-from ..schema_drift import (CORRUPT, CORRUPT_KEY, FILE_KEY, RESCUED, DriftPlan, Field,
+from sparkmark.core.errors import SourceError
+from sparkmark.engine.fs import file_system
+from sparkmark.planning.bands import FileEntry
+from sparkmark.planning.schema_drift import (CORRUPT, CORRUPT_KEY, FILE_KEY, RESCUED, DriftPlan, Field,
                             merge_seen, name_paths, plan_drift, skip_hint)
 
 if TYPE_CHECKING:
@@ -304,7 +304,7 @@ def _count(spark: "SparkSession", df: "DataFrame", plan: DriftPlan
     ``counts()`` aggregates once over ``df`` when no action delivered them."""
     from pyspark.sql import functions as F
 
-    from ..compat import is_connect, observation_ready
+    from sparkmark.engine.compat import is_connect, observation_ready
     key = "rescued_records" if plan.rescue else "dropped_records"
     metrics = (F.expr(f"count({_sql_name(RESCUED)}) AS r"),
                F.expr(f"count({_sql_name(CORRUPT)}) AS m"))

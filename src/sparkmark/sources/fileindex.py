@@ -34,9 +34,9 @@ import json
 import logging
 from typing import TYPE_CHECKING, Any, Sequence
 
-from ..compat import classic_dataframe, is_connect
-from ..jvm import helper, java_class
-from ..planning.filecolumns import FileColumns, FileEntry
+from sparkmark.engine.compat import classic_dataframe, is_connect
+from sparkmark.engine.jvm import helper, java_class
+from sparkmark.planning.filecolumns import FileColumns, FileEntry
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

@@ -36,24 +36,26 @@ from array import array
 from itertools import compress
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence, overload
 
-from .. import compat, listing_progress
-from ..errors import ConfigError, SourceError
-from ..formats import PARSED_FORMATS, READ_FORMATS
-from ..fs import default_fs, file_system, storage_secrets
-from ..gcpause import gc_paused
-from ..jvm import helper, java_error_text, storage_error_text
-from ..planning.bands import (BandOptions, BandState, FileEntry, excluded, glob_to_regex,
+from sparkmark.engine import compat
+
+from sparkmark.core import listing_progress
+from sparkmark.core.errors import ConfigError, SourceError
+from sparkmark.core.formats import PARSED_FORMATS, READ_FORMATS
+from sparkmark.engine.fs import default_fs, file_system, storage_secrets
+from sparkmark.engine.gcpause import gc_paused
+from sparkmark.engine.jvm import helper, java_error_text, storage_error_text
+from sparkmark.planning.bands import (BandOptions, BandState, FileEntry, excluded, glob_to_regex,
                               Plan, plan_all, plan_band, plan_replay, split_options)
-from ..planning.filecolumns import FileColumns, total_size
-from ..planning.latefiles import SAMPLE, LatePlan, SettledSketch, path_keys, plan_late
-from ..planning.listing import ListingState, choose_listing, margin_for, merge_states, walk
-from ..planning.rewrites import RewritePlan, plan_rewrites
-from ..run import FileRead, ReadMode, RunContext, add_verifying_check
-from ..schema_drift import name_paths, skip_hint, split_drift_option
-from ..secrets import mask_url
-from .dirlisting import hadoop_after, hadoop_level, local_level, local_root
-from .drift import PROBE_LIMIT, known_from_element, known_json, read_drift
-from .fileindex import load_listed, statuses_text
+from sparkmark.planning.filecolumns import FileColumns, total_size
+from sparkmark.planning.latefiles import SAMPLE, LatePlan, SettledSketch, path_keys, plan_late
+from sparkmark.planning.listing import ListingState, choose_listing, margin_for, merge_states, walk
+from sparkmark.planning.rewrites import RewritePlan, plan_rewrites
+from sparkmark.core.run import FileRead, ReadMode, RunContext, add_verifying_check
+from sparkmark.planning.schema_drift import name_paths, skip_hint, split_drift_option
+from sparkmark.core.secrets import mask_url
+from sparkmark.sources.dirlisting import hadoop_after, hadoop_level, local_level, local_root
+from sparkmark.sources.drift import PROBE_LIMIT, known_from_element, known_json, read_drift
+from sparkmark.sources.fileindex import load_listed, statuses_text
 
 log = logging.getLogger("sparkmark")
 
@@ -490,7 +492,7 @@ def load(spark: "SparkSession", fmt: str, files: Sequence[FileEntry], listing: L
 
     When ``files`` are every file a full listing found under a root (a first run, say), Spark
     gets the root instead of the paths, if it finds the same files there
-    (:func:`sparkmark.compat.load_root`).
+    (:func:`sparkmark.engine.compat.load_root`).
 
     A read that fails names the file(s) that fail (each probed alone when several were read)
     and, with ``hint``, the way out (``hint(paths)``: the ``bookmark set`` command)."""
@@ -585,7 +587,7 @@ class _serial_listing:
 
 
 def _load_avro_fallback(spark, paths: list[str], base: str | None, schema, opts) -> "DataFrame":
-    from .avro import AvroSchemaError, file_schema, read_avro
+    from sparkmark.sources.avro import AvroSchemaError, file_schema, read_avro
     bad = [p for p in paths if not p.startswith("file:")]
     if bad:
         raise SourceError(

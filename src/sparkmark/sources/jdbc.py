@@ -1,6 +1,6 @@
 """``job.read.jdbc``: a database table read through Spark's JDBC source, with bookmarks (SPEC §4).
 
-At run start the source opens one connection (:class:`sparkmark.jdbcconn.JdbcConnection`: the
+At run start the source opens one connection (:class:`sparkmark.engine.jdbc.JdbcConnection`: the
 driver JVM's JDBC driver on classic sessions, a Python driver over Spark Connect), resolves the
 table and its key columns from the database's metadata (the primary key when no
 ``bookmark_keys`` are given), reads the upper bound of the compound key once, and then
@@ -18,13 +18,13 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
 
-from ..errors import ConfigError, SourceError
-from ..jdbcconn import (PYTHON_DRIVERS, JdbcConnection, TableRef, java_message, resolve_driver,
+from sparkmark.core.errors import ConfigError, SourceError
+from sparkmark.engine.jdbc import (PYTHON_DRIVERS, JdbcConnection, TableRef, java_message, resolve_driver,
                         spark_url)
-from ..planning import keyrange as kr
-from ..redact import redact_url
-from ..run import ReadMode, RunContext, SourceBookmark
-from .jdbcrelation import load_on
+from sparkmark.planning import keyrange as kr
+from sparkmark.core.redact import redact_url
+from sparkmark.core.run import ReadMode, RunContext, SourceBookmark
+from sparkmark.sources.jdbcrelation import load_on
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame

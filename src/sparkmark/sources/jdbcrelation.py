@@ -23,7 +23,7 @@ makes Spark connect differently from a plain ``Driver.connect`` (``keytab``, ``p
 type, a table gone), returns ``None``: the caller reads through ``spark.read.jdbc`` as before, so
 Spark's errors keep their words.
 
-Example (``conn``: the run's open :class:`sparkmark.jdbcconn.JdbcConnection`)::
+Example (``conn``: the run's open :class:`sparkmark.engine.jdbc.JdbcConnection`)::
 
     df = load_on(spark, conn.java_connection, url, "(SELECT ...) sm_range", None, props)
 """
@@ -32,8 +32,8 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any, Sequence
 
-from ..compat import classic_dataframe, is_connect
-from ..jvm import encode_rows, helper
+from sparkmark.engine.compat import classic_dataframe, is_connect
+from sparkmark.engine.jvm import encode_rows, helper
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

@@ -37,12 +37,12 @@ import re
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from ..compat import is_connect
-from ..errors import ConfigError, SourceError
-from .. import tablemeta
-from ..jvm import java_error_text
-from ..planning import snapshots as sp
-from ..run import ReadMode, RunContext
+from sparkmark.engine.compat import is_connect
+from sparkmark.core.errors import ConfigError, SourceError
+from sparkmark.engine import tablemeta
+from sparkmark.engine.jvm import java_error_text
+from sparkmark.planning import snapshots as sp
+from sparkmark.core.run import ReadMode, RunContext
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame

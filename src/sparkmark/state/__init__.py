@@ -1,5 +1,5 @@
 """The state store: bookmarks (every version) and the run ledger, in one SQL database."""
-from .store import (DEFAULT_STATE_URL, BookmarkVersion, RunStart, StateStore, open_store,
+from sparkmark.state.store import (DEFAULT_STATE_URL, BookmarkVersion, RunStart, StateStore, open_store,
                     resolve_state_url)
 
 __all__ = ["DEFAULT_STATE_URL", "BookmarkVersion", "RunStart", "StateStore", "open_store",

@@ -24,7 +24,7 @@ import time
 import weakref
 from typing import Any
 
-from ..errors import SparkmarkError
+from sparkmark.core.errors import SparkmarkError
 
 
 class Heartbeat:

@@ -21,7 +21,7 @@ from typing import Callable
 from sqlalchemy import (BigInteger, Column, Connection, Index, Integer, MetaData, String, Table,
                         Text, inspect, select)
 
-from ..planning.bands import path_hash
+from sparkmark.planning.bands import path_hash
 
 SCHEMA_VERSION = 3
 
@@ -186,7 +186,7 @@ def current_schema_version(conn: Connection) -> int | None:
     try:
         return int(value)
     except (TypeError, ValueError):
-        from ..errors import StateCorruptError
+        from sparkmark.core.errors import StateCorruptError
         raise StateCorruptError(
             f"the state store's schema_version is {str(value)[:40]!r}, not a number (edited in "
             "the store?); nothing was changed. Set it back to the version this sparkmark wrote "
@@ -222,7 +222,7 @@ def _ensure_store_id(conn: Connection) -> None:
 
 def _refuse_newer(found: int, what: str) -> None:
     if found > SCHEMA_VERSION:
-        from ..errors import StateStoreError
+        from sparkmark.core.errors import StateStoreError
         raise StateStoreError(
             f"{what} has schema version {found}, newer than this sparkmark supports "
             f"({SCHEMA_VERSION}); upgrade sparkmark (pip install -U sparkmark)")
@@ -231,7 +231,7 @@ def _refuse_newer(found: int, what: str) -> None:
 def check_readable(conn: Connection, display_url: str) -> None:
     """For read-only commands: the schema as it is, neither created nor upgraded; a store that
     is missing, older or newer is a clear error.  Example: ``check_readable(conn, url)``"""
-    from ..errors import StateStoreError
+    from sparkmark.core.errors import StateStoreError
     found = current_schema_version(conn)
     if found is None:
         raise StateStoreError(

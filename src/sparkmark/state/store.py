@@ -22,13 +22,13 @@ from sqlalchemy import bindparam, event, select
 from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, IntegrityError, NoSuchModuleError
 
-from ..errors import (BookmarkConflictError, ConcurrentRunError, StateCorruptError,
+from sparkmark.core.errors import (BookmarkConflictError, ConcurrentRunError, StateCorruptError,
                       StateStoreError, UnknownJobError, UnknownRunError)
-from . import schema
-from ..planning.bands import path_hash
-from .lease import host_name, lease_is_alive, lease_token, this_host
-from .schema import files, jobs, runs, targets, versions
-from ..status import PublishState, RunStatus, plain
+from sparkmark.state import schema
+from sparkmark.planning.bands import path_hash
+from sparkmark.state.lease import host_name, lease_is_alive, lease_token, this_host
+from sparkmark.state.schema import files, jobs, runs, targets, versions
+from sparkmark.core.status import PublishState, RunStatus, plain
 
 # Statements every run executes (begin, commit, ledger updates), built once: building a Core
 # statement and its cache key costs ~70 us of Python per execution, more than SQLite takes to
@@ -403,7 +403,7 @@ def _url(url: str) -> Any:
 @functools.lru_cache(maxsize=64)
 def redact(url: str) -> str:
     """The URL with any password masked, for messages."""
-    from ..secrets import mask_url
+    from sparkmark.core.secrets import mask_url
     try:
         return mask_url(_url(url).render_as_string(hide_password=True))
     except Exception:  # not a URL at all: shown masked as text, so the user sees the typo
@@ -606,7 +606,7 @@ class StateStore:
         return engine
 
     def _scrub(self, text: str) -> str:
-        from ..secrets import SecretSet
+        from sparkmark.core.secrets import SecretSet
         secrets = SecretSet([str(self._password)] if self._password else [])
         secrets.add_url(self.url)
         return secrets.scrub(text)
@@ -931,7 +931,7 @@ class StateStore:
         FAILED and break its lease, so the next run or a reset can go ahead.  The run's own
         process, if it is still alive, then fails at commit (it lost the lease).  Returns the
         released run's id."""
-        from ..errors import JobStateError
+        from sparkmark.core.errors import JobStateError
         with self.tx("releasing a run") as conn:
             job = self._require_job(conn, job_name, lock=True)
             active = job.active_run_id
