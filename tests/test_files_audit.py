@@ -336,18 +336,18 @@ def test_a_first_runs_audit_rows_take_the_path_hashes_of_its_listing(spark, sqli
     (``sort_from=0``), with a file newer than the run's listing time left out (it waits for
     the next run); a bounded first run reads a part, and the store hashes those rows itself."""
     from sparkmark.planning.bands import path_hash
-    from sparkmark.state import store as store_module
+    from sparkmark.state import audit as audit_module
     if sort_from is not None:
-        monkeypatch.setattr(store_module, "AUDIT_SORT_READ", sort_from)
-        monkeypatch.setattr(store_module, "AUDIT_SORT_TABLE", sort_from)
+        monkeypatch.setattr(audit_module, "AUDIT_SORT_READ", sort_from)
+        monkeypatch.setattr(audit_module, "AUDIT_SORT_TABLE", sort_from)
     given_by_run = []
-    real = store_module._path_keys
+    real = audit_module._path_keys
 
     def spy(read):
         known = real(read)
         given_by_run.append(known is not None)
         return known
-    monkeypatch.setattr(store_module, "_path_keys", spy)
+    monkeypatch.setattr(audit_module, "_path_keys", spy)
     src = tmp_path / "in"
     for i in range(12):
         put(src, f"dt={i % 3}/f{i:02d}.json", f'{{"id": {i}}}\n', clock.now - (30 - i) * MIN)

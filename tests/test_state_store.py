@@ -71,8 +71,8 @@ def test_schema_is_versioned_and_a_newer_schema_is_refused(tmp_path):
                             ).scalar() == str(SCHEMA_VERSION)
         conn.execute(sa.text("UPDATE sm_meta SET value='999' WHERE key='schema_version'"))
     engine.dispose()
-    from sparkmark.state import store as store_mod
-    store_mod._ENGINES.pop(url, None)
+    from sparkmark.state import store_base
+    store_base._ENGINES.pop(url, None)
     with pytest.raises(StateStoreError, match="newer than this sparkmark"):
         open_store(url)
 
@@ -115,8 +115,8 @@ def test_reopening_a_sqlite_store_in_one_process_needs_no_transaction(tmp_path):
         sa.event.remove(first.engine, "begin", count)
     other = f"sqlite:///{tmp_path}/other.db"
     open_store(other)
-    from sparkmark.state import store as store_mod
-    store_mod._ENGINES.pop(other)[0].dispose()  # closed: its WAL checkpointed into the file
+    from sparkmark.state import store_base
+    store_base._ENGINES.pop(other)[0].dispose()  # closed: its WAL checkpointed into the file
     (tmp_path / "s.db").unlink()
     for suffix in ("-wal", "-shm"):
         (tmp_path / f"s.db{suffix}").unlink(missing_ok=True)
@@ -160,7 +160,7 @@ def test_jobs_writing_a_target_are_an_index_lookup_that_an_upgrade_fills(state_u
     """Schema 3's sm_targets: a write learns which other jobs wrote its target in its own
     ledger transaction; a schema-2 store gets the table filled from its runs' outputs (and the
     index an init's recovery lookup uses)."""
-    from sparkmark.state import store as store_mod
+    from sparkmark.state import store_base
     store = open_store(state_url)
     assert _staged_run(store, "a", 1, "file:/out/x") == []
     assert _staged_run(store, "a", 2, "file:/out/x") == []       # its own earlier run: no one
@@ -178,7 +178,7 @@ def test_jobs_writing_a_target_are_an_index_lookup_that_an_upgrade_fills(state_u
         # a malformed outputs value is skipped by the upgrade, not fatal
         conn.exec_driver_sql("UPDATE sm_runs SET outputs = 'not json' WHERE run_id = "
                              f"'{4:032x}'")
-    store_mod._ENGINES.clear()  # a new process: the upgrade runs on first use
+    store_base._ENGINES.clear()  # a new process: the upgrade runs on first use
     again = open_store(state_url)
     with again.tx("check") as conn:
         assert conn.exec_driver_sql("SELECT value FROM sm_meta WHERE key = 'schema_version'"
@@ -201,9 +201,9 @@ def test_a_commits_file_audit_rows_read_back_as_written(state_url, sort_from, mo
     (``AUDIT_SORT_TABLE``), the rows go in in path-hash order."""
     from sparkmark.planning.bands import path_hash
     from sparkmark.core.run import FileRead
-    from sparkmark.state import store as store_module
+    from sparkmark.state import audit as audit_module
     if sort_from is not None:
-        monkeypatch.setattr(store_module, "AUDIT_SORT_TABLE", sort_from)
+        monkeypatch.setattr(audit_module, "AUDIT_SORT_TABLE", sort_from)
     store = open_store(state_url)
     start = store.begin_run("j", run_id="c" * 32, option="job-bookmark-enable", now=1,
                             snapshot_ts=1, lease_ms=60_000, pid=1)
@@ -236,7 +236,7 @@ def test_a_commits_file_audit_rows_read_back_as_written(state_url, sort_from, mo
 def test_a_writing_sqlite_store_has_a_page_cache_for_large_audits(tmp_path):
     """A writing SQLite store's connections get a 32 MB page cache (SQLite's default is 2 MB,
     which a first run's audit index outgrows); a read-only one keeps SQLite's default."""
-    from sparkmark.state.store import SQLITE_CACHE_KIB
+    from sparkmark.state.store_base import SQLITE_CACHE_KIB
     url = f"sqlite:///{tmp_path}/c.db"
     store = open_store(url)
     with store.tx("cache") as conn:
@@ -254,7 +254,7 @@ def test_insert_rows_same_rows_through_the_driver_and_through_sqlalchemy(tmp_pat
     bind style (SQLite set to ``named``: a real driver, a style it has no placeholder for) to
     SQLAlchemy; both paths store the same rows under names that need quoting, and an empty
     list inserts nothing."""
-    from sparkmark.state.store import _PLACEHOLDER, _insert_rows
+    from sparkmark.state.audit import _PLACEHOLDER, _insert_rows
     engine = sa.create_engine(f"sqlite:///{tmp_path / 'rows.db'}", paramstyle=paramstyle)
     meta = sa.MetaData()
     table = sa.Table("odd table", meta, sa.Column("order", sa.Integer),

@@ -1,0 +1,101 @@
+"""Reading the ledger (``sm_runs``, ``sm_jobs``): a run, the runs of a job, pipeline or module,
+each module's marks for planning, and the jobs.  A mixin of :class:`~sparkmark.state.StateStore`;
+the report's rows are built on it in :mod:`sparkmark.state.ledger`.
+
+Example: ``store.list_runs(job_name="orders", last=10)``
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy import select
+
+from sparkmark.core.errors import UnknownRunError
+from sparkmark.core.status import RunStatus
+from sparkmark.state.schema import jobs, runs
+from sparkmark.state.store_base import StoreBase, cap
+
+
+class RunReads(StoreBase):
+    """Ledger reads."""
+
+    def get_run(self, run_id: str) -> dict[str, Any]:
+        with self.tx("reading the ledger") as conn:
+            row = conn.execute(select(runs).where(runs.c.run_id == run_id)).first()
+        if row is None:
+            raise UnknownRunError(f"no run with id {cap(run_id)!r} in {self.display_url}")
+        return dict(row._mapping)
+
+    def list_runs(self, *, job_name: str | None = None, pipeline: str | None = None,
+                  module_id: int | list[int] | None = None, last: int | None = None,
+                  statuses: tuple[str, ...] | None = None,
+                  pipeline_run_id: str | None = None,
+                  started_from: int | None = None,
+                  columns: tuple[str, ...] | None = None) -> list[dict[str, Any]]:
+        """Ledger rows, oldest first (``last`` keeps the newest N; ``started_from``: runs that
+        started at or after this epoch ms; ``columns``: only these fields of each row)."""
+        q = select(*(runs.c[c] for c in columns)) if columns else select(runs)
+        if started_from is not None:
+            q = q.where(runs.c.run_start_ts >= started_from)
+        if job_name is not None:
+            q = q.where(runs.c.job_name == job_name)
+        if pipeline is not None:
+            q = q.where(runs.c.pipeline == pipeline)
+        if isinstance(module_id, list):  # several modules
+            q = q.where(runs.c.module_id.in_(module_id))
+        elif module_id is not None:
+            q = q.where(runs.c.module_id == module_id)
+        if statuses:
+            q = q.where(runs.c.status.in_(statuses))
+        if pipeline_run_id is not None:
+            q = q.where(runs.c.pipeline_run_id == pipeline_run_id)
+        q = q.order_by(runs.c.run_start_ts.desc(), runs.c.job_name.desc(),
+                       runs.c.run_number.desc(), runs.c.attempt.desc())
+        if last is not None:
+            q = q.limit(last)
+        with self.tx("reading the ledger") as conn:
+            rows = [dict(r._mapping) for r in conn.execute(q)]
+        return rows[::-1]
+
+    def module_marks(self, job_names: list[str], pipeline: str | None = None
+                     ) -> dict[str, list[dict[str, Any]]]:
+        """What :func:`~sparkmark.planning.windows.module_start` reads of each job's ledger rows
+        (of ``pipeline``'s runs when given), in at most one row per job: its SUCCEEDED/EMPTY
+        run with a window and the highest run number (the first of those to start, as the
+        planner picks among equal numbers), else its ROLLED_BACK run with the earliest window
+        start, else none.  ``module_start`` of these rows equals ``module_start`` of all the
+        job's rows; a pipeline run asks this instead of reading its whole ledger.
+
+        Example: ``module_start([LedgerRun(**r) for r in store.module_marks(["p.1"])["p.1"]])``
+        """
+        cols = (runs.c.run_id, runs.c.pipeline_run_id, runs.c.run_number, runs.c.status,
+                runs.c.from_ts, runs.c.until_ts)
+        out: dict[str, list[dict[str, Any]]] = {}
+        with self.tx("reading the ledger") as conn:
+            for job in job_names:
+                mine = runs.c.job_name == job
+                if pipeline is not None:
+                    mine = sa.and_(mine, runs.c.pipeline == pipeline)
+                row = conn.execute(
+                    select(*cols).where(mine, runs.c.status.in_(RunStatus.progress()),
+                                        runs.c.from_ts.is_not(None),
+                                        runs.c.until_ts.is_not(None))
+                    .order_by(runs.c.run_number.desc(), runs.c.run_start_ts,
+                              runs.c.attempt).limit(1)).first()
+                if row is None:
+                    row = conn.execute(
+                        select(*cols).where(mine, runs.c.status == RunStatus.ROLLED_BACK,
+                                            runs.c.from_ts.is_not(None))
+                        .order_by(runs.c.from_ts).limit(1)).first()
+                out[job] = [] if row is None else [dict(row._mapping)]
+        return out
+
+    def job_names(self) -> list[str]:
+        with self.tx("reading the ledger") as conn:
+            return [r[0] for r in conn.execute(select(jobs.c.job_name).order_by(jobs.c.job_name))]
+
+    def job_row(self, job_name: str) -> dict[str, Any] | None:
+        with self.tx("reading a job") as conn:
+            row = self._job_row(conn, job_name)
+            return dict(row._mapping) if row is not None else None
