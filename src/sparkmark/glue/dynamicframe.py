@@ -10,18 +10,21 @@ so imports go one way: transforms -> dynamicframe.
     kept = frame.filter(lambda r: r["id"] > 10)
 
 Methods Glue has and this module lacks raise :class:`GlueUnsupportedAttributeError` naming the
-DataFrame way to do it.
+DataFrame way to do it.  The DataFrame work behind ``resolveChoice``, ``unnest`` and
+``relationalize`` (mixed-kind columns, flattening, the array tables) is in
+:mod:`sparkmark.glue.reshape`.
 """
 from __future__ import annotations
 
 import uuid
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 
-from sparkmark.engine import compat
 from sparkmark.core.errors import ConfigError
 from sparkmark.glue._common import (GlueUnsupportedError, attribute_error, module_getattr,
                       unsupported_message)
 from sparkmark.glue.fields import find_field, glue_type, quote, split_path, try_cast
+from sparkmark.glue.reshape import (as_kind, choice_action, flatten, match_catalog, mixed_columns,
+                                    relationalize_into)
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -250,7 +253,7 @@ class DynamicFrame:
                 "SPARKMARK_GLUE_CATALOG"))
         df = self._df
         if choice == "match_catalog":
-            return self._new(self._match_catalog(database, table_name), transformation_ctx)
+            return self._new(match_catalog(self._df, database, table_name), transformation_ctx)
         if specs:
             if isinstance(specs, (str, bytes)) or not isinstance(specs, Sequence):
                 raise ConfigError("resolveChoice specs must be a list of (field, action) pairs")
@@ -265,14 +268,14 @@ class DynamicFrame:
                     raise GlueUnsupportedError(unsupported_message(
                         "resolveChoice of a nested field", "cast it with ApplyMapping and a "
                         "dotted source"))
-                pairs.append((parts[0], _action(spec[1])))
+                pairs.append((parts[0], choice_action(spec[1])))
         else:
-            action = _action(choice)
-            pairs = [(c, action) for c in _mixed_columns(df, None)]
+            action = choice_action(choice)
+            pairs = [(c, action) for c in mixed_columns(df, None)]
         names = [c for c, _ in pairs if c in df.columns]
         needs_kinds = [c for c, a in pairs if a in ("make_cols", "make_struct")
                        and c in df.columns]
-        kinds = _mixed_columns(df, needs_kinds) if needs_kinds else {}
+        kinds = mixed_columns(df, needs_kinds) if needs_kinds else {}
         if not names:
             return self._new(df, transformation_ctx)
         actions = dict(pairs)
@@ -287,7 +290,7 @@ class DynamicFrame:
                 if not present:
                     cols.append(ref)
                     continue
-                parts_ = [(t, _as_kind(ref, t)) for t in present]
+                parts_ = [(t, as_kind(ref, t)) for t in present]
                 if act == "make_cols":
                     cols.extend(e.alias(f"{c}_{t}") for t, e in parts_)
                 else:
@@ -297,29 +300,6 @@ class DynamicFrame:
                 dtype = glue_type(act.split(":", 1)[1], f"resolveChoice action {act!r}")
                 cols.append(ref if dtype is None else try_cast(ref, dtype).alias(c))
         return self._new(df.select(*cols), transformation_ctx)
-
-    def _match_catalog(self, database: Any, table_name: Any) -> "DataFrame":
-        from pyspark.sql.types import StructType
-        from sparkmark.glue import catalog
-        if not database or not table_name:
-            raise ConfigError("resolveChoice(choice='match_catalog') needs database= and "
-                              "table_name=")
-        spark = self._df.sparkSession
-        table = catalog.lookup(spark, database, table_name)
-        types = catalog.column_types(table, spark)
-        if not types:
-            raise ConfigError(f"resolveChoice(choice='match_catalog'): table {table.name} "
-                              f"({table.source}) has no column types; add 'columns' "
-                              "([{Name, Type}, ...]) to its entry")
-        wanted = {k.lower(): v for k, v in types.items()}
-        cols = []
-        for f in self._df.schema.fields:
-            t = wanted.get(f.name.lower())
-            if t is None or t == f.dataType or isinstance(t, StructType):
-                cols.append(self._df[quote(f.name)])
-            else:
-                cols.append(try_cast(self._df[quote(f.name)], t).alias(f.name))
-        return self._df.select(*cols)
 
     # -- row functions (run as Python UDFs, like Spark runs them)
     def filter(self, f: Callable[[DynamicRecord], Any], transformation_ctx: str = "",
@@ -446,7 +426,7 @@ class DynamicFrame:
     def unnest(self, transformation_ctx: str = "", info: str = "", stageThreshold: int = 0,
                totalThreshold: int = 0) -> "DynamicFrame":
         """Flatten structs into ``a.b`` fields (Glue's names): ``frame.unnest()``."""
-        return self._new(_flatten(self._df), transformation_ctx)
+        return self._new(flatten(self._df), transformation_ctx)
 
     def unbox(self, path: str, format: str, transformation_ctx: str = "", info: str = "",
               stageThreshold: int = 0, totalThreshold: int = 0,
@@ -486,7 +466,7 @@ class DynamicFrame:
         stage = paths.resolve(staging_path).rstrip("/") + f"/sparkmark-relationalize-" \
             f"{uuid.uuid4().hex}"
         out: dict[str, "DataFrame"] = {}
-        _relationalize(self._df, root_table_name, stage, out)
+        relationalize_into(self._df, root_table_name, stage, out)
         return DynamicFrameCollection({k: self._new(v, k) for k, v in out.items()},
                                       self.glue_ctx)
 
@@ -577,105 +557,6 @@ class DynamicFrameCollection:
 
     def __repr__(self) -> str:
         return f"DynamicFrameCollection({self.keys()})"
-
-
-# ---------------------------------------------------------------------- helpers
-def _action(action: Any) -> str:
-    text = str(action or "").strip()
-    low = text.lower()
-    if low in ("make_cols", "make_struct"):
-        return low
-    if low.startswith(("cast:", "project:")) and text.split(":", 1)[1].strip():
-        return text
-    if low == "match_catalog":
-        raise ConfigError("match_catalog is a choice for the whole frame: "
-                          "resolveChoice(choice='match_catalog', database=..., table_name=...)")
-    raise ConfigError(f"unknown resolveChoice action {action!r}; use cast:<type>, "
-                      "project:<type>, make_cols or make_struct")
-
-
-_INT = r"^[+-]?[0-9]{1,18}$"
-_DOUBLE = r"^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$"
-_KINDS = ("int", "long", "double", "boolean", "string")
-
-
-def _kind(col: "Column") -> "Column":
-    """The kind of value a string holds: int, long, double, boolean or string (null: null)."""
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import LongType
-    trimmed = F.trim(col)
-    as_long = try_cast(trimmed, LongType())
-    return (F.when(col.isNull(), None)
-            .when(trimmed.rlike(_INT) & as_long.between(-2**31, 2**31 - 1), "int")
-            .when(trimmed.rlike(_INT), "long")
-            .when(trimmed.rlike(_DOUBLE), "double")
-            .when(F.lower(trimmed).isin("true", "false"), "boolean")
-            .otherwise("string"))
-
-
-def _mixed_columns(df: "DataFrame", only: list[str] | None) -> dict[str, list[str]]:
-    """String columns that hold more than one kind of value, with the kinds (one Spark job)."""
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import StringType
-    names = [f.name for f in df.schema.fields if isinstance(f.dataType, StringType)
-             and (only is None or f.name in only)]
-    if not names:
-        return {}
-    aggs = [F.collect_set(_kind(df[quote(c)])).alias(f"k{i}") for i, c in enumerate(names)]
-    row = df.agg(*aggs).collect()[0]
-    out = {}
-    for i, c in enumerate(names):
-        kinds = set(row[f"k{i}"] or [])
-        if {"int", "long"} <= kinds:
-            kinds.discard("int")
-        if len(kinds) > 1:
-            out[c] = [k for k in _KINDS if k in kinds]
-    return out
-
-
-def _as_kind(col: "Column", kind: str) -> "Column":
-    from pyspark.sql import functions as F
-    k = _kind(col)
-    match = k.isin("int", "long") if kind == "long" else (k == kind)
-    value = F.when(match, F.trim(col) if kind != "string" else col)
-    return value if kind == "string" else try_cast(value, compat.parse_type(kind))
-
-
-def _flatten(df: "DataFrame") -> "DataFrame":
-    from pyspark.sql.types import StructType
-    while any(isinstance(f.dataType, StructType) for f in df.schema.fields):
-        cols = []
-        for f in df.schema.fields:
-            if isinstance(f.dataType, StructType):
-                cols += [df[quote(f.name)].getField(s.name).alias(f"{f.name}.{s.name}")
-                         for s in f.dataType.fields]
-            else:
-                cols.append(df[quote(f.name)])
-        df = df.select(*cols)
-    return df
-
-
-def _relationalize(df: "DataFrame", name: str, stage: str, out: dict) -> None:
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import ArrayType
-    out[name] = None  # the parent comes before its children
-    flat = _flatten(df)
-    arrays = [f.name for f in flat.schema.fields if isinstance(f.dataType, ArrayType)]
-    if not arrays:
-        out[name] = flat
-        return
-    rid = "sm_relationalize_id"
-    path = f"{stage}/{len(out)}"
-    flat.withColumn(rid, F.monotonically_increasing_id()).write.parquet(path)
-    base = flat.sparkSession.read.parquet(path)
-    parent = base
-    for a in arrays:
-        parent = parent.withColumn(a, F.when(base[quote(a)].isNull(), None)
-                                   .otherwise(base[rid]))
-        child = base.select(base[rid].alias("id"),
-                            F.posexplode(base[quote(a)]).alias("index", f"{a}.val"))
-        _relationalize(child, f"{name}_{a}", stage, out)
-    out[name] = parent.drop(rid)
 
 
 __getattr__ = module_getattr("sparkmark.glue.dynamicframe", {
