@@ -14,7 +14,8 @@ import pytest
 import sqlalchemy as sa
 
 from sparkmark import Job
-from sparkmark.engine.jdbc import JdbcConnection, _decode_rows
+from sparkmark.engine.jdbc import JdbcConnection
+from sparkmark.engine.jvm import decode_rows as _decode_rows
 from sparkmark.core.options import ENABLE
 
 from conftest import DERBY_DRIVER, need_derby, pg_jdbc_database
@@ -59,7 +60,7 @@ def pg(spark, pg_server):
 
 
 def _helper(spark):
-    from sparkmark.engine.jdbc import _jvm_helper
+    from sparkmark.engine.jdbc.jvmlink import _jvm_helper
     helper = _jvm_helper(spark)
     assert helper is not None, "the JDBC helper class is not loadable"
     return helper
@@ -265,7 +266,7 @@ def test_an_incremental_run_asks_its_upper_bound_with_the_catalog_read(
     """From its second run, a job's upper-bound query is the committed bookmark's and rides
     with the catalog read (one py4j round trip less, issue 26): for a compound key, another
     schema, a quoted mixed-case name and a descending key; each run reads just its new rows."""
-    import sparkmark.engine.jdbc as jc
+    import sparkmark.engine.jdbc.jvmlink as jc
     engine, url = pg
     answered: list[bool] = []
     real_query = jc._JvmLink.query

@@ -207,7 +207,8 @@ def test_jvm_helper_reads_metadata_as_the_value_by_value_path_does(spark, pg_jdb
     what reading each value through py4j returns, for names with TAB, LF, backslash, a
     literal \\N, commas and non-BMP characters, NULL values and no rows."""
     from sparkmark.engine.compat import is_connect
-    from sparkmark.engine.jdbc import JdbcConnection, _jvm_helper
+    from sparkmark.engine.jdbc import JdbcConnection
+    from sparkmark.engine.jdbc.jvmlink import _jvm_helper
     if is_connect(spark):
         pytest.skip("the helper runs in the driver JVM of classic sessions")
     assert _jvm_helper(spark) is not None  # the class file ships with the package

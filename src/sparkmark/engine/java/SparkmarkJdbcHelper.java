@@ -1,6 +1,6 @@
 // sparkmark's JDBC metadata reads, run inside the driver JVM so that each is one py4j round trip
 // instead of one per value (issue 26).  The same JDBC calls as the py4j path in
-// sparkmark/engine/jdbc.py (_JvmLink), in the same order; only where they run changes.
+// sparkmark/engine/jdbc/jvmlink.py (_JvmLink), in the same order; only where they run changes.
 //
 // Rows come back as one string: values separated by TAB, each row ended by LF, NULL as \N, and
 // backslash, TAB and LF inside values escaped as \\, \t and \n (decoded by sparkmark.engine.jvm.decode_rows).

@@ -5,7 +5,7 @@
 // that path stays the fallback, and every answer that is not the common case ("not found",
 // "not a fast-forward") is left to it.
 //
-// Text comes back as sparkmark/engine/jdbc.py's rows: values separated by TAB, each row ended by
+// Text comes back as sparkmark/engine/jdbc/jvmlink.py's rows: values separated by TAB, each row ended by
 // LF, NULL as \N (SparkmarkJdbcHelper.put); options go in the same way.
 //
 // Rebuild the class after editing (Java 8 bytecode; Spark's and Iceberg's public API only):
