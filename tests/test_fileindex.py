@@ -271,9 +271,9 @@ def test_a_job_reads_its_new_files_through_the_listing(spark, tmp_path, sqlite_u
     """``job.read.files`` takes the listed read for a first and an incremental run, and reads
     exactly the new files (a spy on sparkmark's own function, not on Spark)."""
     from sparkmark import Job
-    from sparkmark.sources import files as files_source
+    from sparkmark.sources import file_reading
     built: list[int] = []
-    real = files_source.load_listed
+    real = file_reading.load_listed
 
     def spy(*args, **kwargs):
         df = real(*args, **kwargs)
@@ -285,7 +285,7 @@ def test_a_job_reads_its_new_files_through_the_listing(spark, tmp_path, sqlite_u
         path.write_text(json.dumps({"id": i}) + "\n")
         os.utime(path, ns=(ms * 1_000_000, ms * 1_000_000))
 
-    monkeypatch.setattr(files_source, "load_listed", spy)
+    monkeypatch.setattr(file_reading, "load_listed", spy)
     src = tmp_path / "in"
     (src / "dt=1").mkdir(parents=True)
     for i in range(40):

@@ -15,6 +15,7 @@ import pytest
 from sparkmark import Job
 
 from sparkmark.engine import compat
+from sparkmark.sources import file_reading
 from sparkmark.sources import files as files_source
 
 ENABLE = {"job_bookmark_option": "job-bookmark-enable"}
@@ -41,7 +42,7 @@ def listed(request, monkeypatch) -> bool:
     """Whether the run's read builds Spark's index from its listing (True) or goes the way a
     session that cannot (Spark Connect, avro, HDFS...) goes: the root or the paths (False)."""
     if not request.param:
-        monkeypatch.setattr(files_source, "load_listed", lambda *a, **k: None)
+        monkeypatch.setattr(file_reading, "load_listed", lambda *a, **k: None)
     return request.param
 
 

@@ -212,7 +212,7 @@ def test_the_jvms_check_of_local_files_finds_what_pythons_finds(spark, tmp_path)
     before 1970, names with a tab, spaces and non-ASCII letters, a file gone, a directory
     gone, and a path with a newline (that chunk is stat'ed by Python)."""
     from sparkmark.planning.listing import FileEntry
-    from sparkmark.sources.files import _changed_in_jvm, changed_files
+    from sparkmark.sources.file_listing import _changed_in_jvm, changed_files
     src = tmp_path / "in"
     src.mkdir()
     names = [f"f{i:04d}.json" for i in range(1_100)] + [

@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 from sparkmark.core.errors import ConfigError
 from sparkmark.planning.filecolumns import FileColumns
 from sparkmark.planning.bands import BandOptions, BandState, FileEntry, late_mode, plan_band
-from sparkmark.planning.latefiles import CAPACITY, IBLT, SettledSketch, build_sketch, plan_late
+from sparkmark.planning.iblt import CAPACITY, IBLT
+from sparkmark.planning.latefiles import SettledSketch, build_sketch, plan_late
 
 DT = 100
 
@@ -55,20 +56,20 @@ def test_iblt_add_all_on_arrays_is_add_of_each_key(keys, threshold, before, chun
     """``add_all`` of many keys sums on numpy arrays, batch by batch: the table is the one
     ``add`` of each key makes (the 64-bit products wrap, extreme keys included), on an empty
     table or not."""
-    from sparkmark.planning import latefiles
+    from sparkmark.planning import iblt
     keys = keys + [0, (1 << 64) - 1]
     reference = IBLT()
     for k in before + keys:
         reference.add(k)
-    saved = latefiles._ARRAY_FROM, latefiles._ARRAY_CHUNK
+    saved = iblt._ARRAY_FROM, iblt._ARRAY_CHUNK
     # arrays from this many keys on, in batches of this many (4,096 and 65,536 in use)
-    latefiles._ARRAY_FROM, latefiles._ARRAY_CHUNK = threshold, chunk
+    iblt._ARRAY_FROM, iblt._ARRAY_CHUNK = threshold, chunk
     try:
         table = IBLT()
         table.add_all(before)
         table.add_all(iter(keys))  # any iterable
     finally:
-        latefiles._ARRAY_FROM, latefiles._ARRAY_CHUNK = saved
+        iblt._ARRAY_FROM, iblt._ARRAY_CHUNK = saved
     assert table == reference
     if len(before) >= threshold or len(keys) >= threshold:
         note_event("arrays used")

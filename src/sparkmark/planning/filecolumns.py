@@ -17,6 +17,14 @@ sequence of the same entries, so a plan's ``selected`` may be checked against a 
 Nothing here touches a file system: the listers fill it (:meth:`FileColumns.add_files`), the
 planners read it.
 
+Why one module: :class:`ColumnStore` (the storage) and :class:`FileColumns` (the views over it)
+are one data structure in two classes.  The views read the store's arrays and chunk prefixes
+directly, both classes walk positions in blocks of the same ``_BLOCK`` and share the module's
+helpers (``_np``, ``_ascending``), and tests/test_filecolumns.py shrinks
+:data:`CHUNK`, ``_BLOCK`` and ``_SORT_BLOCK`` in this one module so that small listings cross
+every chunk and block edge.  Split, those constants would be read in two modules and the
+property tests would have to shrink both to keep testing the edges.
+
 >>> cols = FileColumns.of([FileEntry(7, "file:/in/b.json", 2), FileEntry(5, "file:/in/a.json")])
 >>> cols[1], len(cols), cols.paths()
 (FileEntry(mtime=5, path='file:/in/a.json', size=0), 2, ['file:/in/b.json', 'file:/in/a.json'])

@@ -17,7 +17,8 @@ from sparkmark.core.run import FileOutput, JdbcOutput, StagedOutput, TableOutput
 from sparkmark.core.status import PublishState, RunStatus
 from sparkmark.sinks.files import discard_files, publish_files, remove_published_files
 from sparkmark.sinks.jdbc import discard_jdbc, publish_jdbc, remove_jdbc_run
-from sparkmark.sinks.table import discard_table, publish_table, remove_table_run
+from sparkmark.sinks.table import discard_table, publish_table
+from sparkmark.sinks.table_rollback import remove_table_run
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
