@@ -177,11 +177,13 @@ def test_public_api_has_docstrings_with_examples():
     from sparkmark.ops import bookmarks
 
     from sparkmark.lifecycle import job, pipeline
+    from sparkmark.lifecycle.pipeline import declaring, rollback, running, windows
 
     from sparkmark.core import run, status
 
     missing = []
-    for module in (bookmarks, job, pipeline, run, status):
+    for module in (bookmarks, job, pipeline, declaring, windows, running, rollback, run,
+                   status):
         for name, obj in vars(module).items():
             if name.startswith("_") or getattr(obj, "__module__", None) != module.__name__:
                 continue

@@ -7,7 +7,7 @@ import itertools
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sparkmark.lifecycle.pipeline import _ledger_run
+from sparkmark.lifecycle.pipeline.windows import ledger_run
 from sparkmark.planning.windows import module_start
 from sparkmark.state.schema import runs as runs_table
 from sparkmark.state.store import open_store
@@ -49,10 +49,10 @@ def test_module_marks_give_module_start_what_the_whole_ledger_gives(tmp_path, ro
         marks = store.module_marks(JOBS, pipeline=pipeline)
         assert set(marks) == set(JOBS)
         for job in JOBS:
-            everything = [_ledger_run(r) for r in store.list_runs(job_name=job)
+            everything = [ledger_run(r) for r in store.list_runs(job_name=job)
                           if pipeline is None or r["pipeline"] == pipeline]
             assert len(marks[job]) <= 1
-            assert module_start([_ledger_run(r) for r in marks[job]]) == \
+            assert module_start([ledger_run(r) for r in marks[job]]) == \
                 module_start(everything), (job, pipeline, rows)
 
 
@@ -70,7 +70,7 @@ def test_module_marks_pick_the_highest_run_number_else_the_earliest_rollback(tmp
         dict(base, run_number=2, status="EMPTY", run_start_ts=7, from_ts=0, until_ts=25)])
     got = store.module_marks(["p.1"], pipeline="p")["p.1"]
     assert [(r["run_number"], r["until_ts"]) for r in got] == [(2, 20)]  # first of equals
-    assert module_start([_ledger_run(r) for r in got]) == 20
+    assert module_start([ledger_run(r) for r in got]) == 20
 
 
 def test_module_marks_of_an_unknown_job_are_empty(tmp_path):

@@ -16,13 +16,20 @@ a source asks for its bookmark (``bookmark``) and hands back the element to comm
 (``record_read``); a sink records its staged output before writing it (``stage_output``) and
 counts rows (``add_written``).  ``commit`` then saves every element, the new version and the
 finished ledger row in one transaction, and publishes the staged output.
+
+Why one module: ``Job`` is one state machine over one run's private fields (the lease, the
+staged bookmark elements, the sources' reports, the staged outputs, the files read), and every
+method here reads or moves them: init, the RunContext calls sources and sinks make, commit with
+its in-doubt recovery, fail/skip.  Cutting the class would mean handing those fields to another
+module (the architecture forbids reaching into another object's privates) or mixins that share
+them invisibly.  What needs none of them is elsewhere: the commit's threads in
+:mod:`sparkmark.lifecycle.background`, the sources and sinks themselves in their packages.
 """
 from __future__ import annotations
 
 import json
 import logging
 import os
-import threading
 import time
 import traceback
 import uuid
@@ -34,6 +41,7 @@ from sparkmark.core.clock import Clock, checked_now, system_clock
 from sparkmark.core.errors import (BookmarkConflictError, ConfigError, JobStateError,
                      StateCorruptError, StateStoreError, UnknownJobError)
 from sparkmark.engine.gcpause import gc_paused
+from sparkmark.lifecycle.background import ConcurrentChecks, EarlyAudit
 from sparkmark.engine.jvm import jdbc_read_error, quick_acks
 from sparkmark.core.options import ENABLE, PAUSE, BookmarkArgs, parse_job_args
 from sparkmark.core.run import FileRead, ReadMode, SourceBookmark, StagedOutput
@@ -174,9 +182,9 @@ class Job:
         self._commit_checks: list[Callable[[], None]] = []
         self._concurrent_checks: list[Callable[[], None]] = []
         self._files_read: list[tuple[str | None, Sequence[FileRead]]] = []
-        self._early_audits: list[_EarlyAudit] = []
+        self._early_audits: list[EarlyAudit] = []
         # files recorded for a ctx whose record_read has not followed yet (record_files)
-        self._unconfirmed: list[tuple[str | None, Sequence[FileRead] | _EarlyAudit]] = []
+        self._unconfirmed: list[tuple[str | None, Sequence[FileRead] | EarlyAudit]] = []
 
     # ------------------------------------------------------------------ properties
     @property
@@ -348,7 +356,7 @@ class Job:
         if save:
             new_state = dict(self._state)
             new_state.update(self._staged)
-        checks = _ConcurrentChecks()
+        checks = ConcurrentChecks()
         try:  # what changed while read fails the run; late reports (counts) land in config
             self._withdraw_unconfirmed()
             with gc_paused():  # a stat per file read: no collector passes over the listing
@@ -619,10 +627,10 @@ class Job:
         :data:`EARLY_AUDIT_FILES` files or more has its rows written ahead, by a thread, while
         Spark builds the read; they count only once the run commits."""
         self.require_active("read")
-        entry: Sequence[FileRead] | _EarlyAudit
+        entry: Sequence[FileRead] | EarlyAudit
         if len(files) >= EARLY_AUDIT_FILES:  # written now, while Spark builds the read
             name, run_id, _ = self.run_identity()
-            entry = _EarlyAudit(self.store, name, run_id, ctx, files, self.clock())
+            entry = EarlyAudit(self.store, name, run_id, ctx, files, self.clock())
             self._early_audits.append(entry)
         elif files:
             entry = files
@@ -638,7 +646,7 @@ class Job:
         ctx (two reads without a transformation_ctx share one) are written again."""
         withdrawn: set[str] = set()
         for ctx, entry in self._unconfirmed:
-            if isinstance(entry, _EarlyAudit):
+            if isinstance(entry, EarlyAudit):
                 entry.cancel()
                 self._early_audits.remove(entry)
                 withdrawn.add(ctx or "")
@@ -745,44 +753,6 @@ class Job:
 EARLY_AUDIT_FILES = 100_000
 
 
-class _EarlyAudit:
-    """One source's audit rows, written by a thread ahead of the run's commit; the commit
-    waits for it (and fails with its error), a failing run cancels it."""
-
-    def __init__(self, store: StateStore, job_name: str, run_id: str, ctx: str | None,
-                 files: Sequence[FileRead], now: int) -> None:
-        self.error: BaseException | None = None
-        self.ctx = ctx
-        self._args = (store, job_name, run_id, ctx, files, now)
-        self._cancel = threading.Event()
-        self._thread = threading.Thread(target=self._write, name="sparkmark-audit",
-                                        args=self._args, daemon=True)
-        self._thread.start()
-
-    def _write(self, store: StateStore, job_name: str, run_id: str, ctx: str | None,
-               files: Sequence[FileRead], now: int) -> None:
-        try:
-            with gc_paused():  # a tuple per row: no collector passes over the listing
-                store.stage_files(job_name, run_id, ctx, files, now=now,
-                                  stop=self._cancel.is_set)
-        except BaseException as e:  # noqa: BLE001 - raised by wait(), in the run's thread
-            self.error = e
-
-    def wait(self) -> None:
-        self._thread.join()
-        if self.error is not None:
-            raise self.error
-
-    def cancel(self) -> None:
-        self._cancel.set()
-        self._thread.join()
-
-    def again(self) -> "_EarlyAudit":
-        """The same rows written once more, by a new thread (after their ctx's rows were
-        deleted for another read's sake)."""
-        return _EarlyAudit(*self._args)
-
-
 def _error_text(error: BaseException) -> str:
     text = "".join(traceback.format_exception_only(type(error), error)).strip()
     tb = traceback.extract_tb(error.__traceback__)
@@ -790,36 +760,3 @@ def _error_text(error: BaseException) -> str:
         last = tb[-1]
         text += f" (at {os.path.basename(last.filename)}:{last.lineno} in {last.name})"
     return text[:8000]
-
-
-class _ConcurrentChecks:
-    """Commit checks that only verify, run on one thread while the commit's transaction is
-    written (:meth:`Job.commit`): :meth:`wait` is the transaction's last step, so it commits
-    only once they passed, and the first one's exception (``error``) rolls it back."""
-
-    def __init__(self) -> None:
-        self.error: BaseException | None = None
-        self._thread: threading.Thread | None = None
-
-    def start(self, checks: Sequence[Callable[[], None]]) -> None:
-        if checks:
-            self._thread = threading.Thread(target=self._run, args=(list(checks),),
-                                            name="sparkmark-commit-checks", daemon=True)
-            self._thread.start()
-
-    def _run(self, checks: list[Callable[[], None]]) -> None:
-        try:
-            for check in checks:
-                check()
-        except BaseException as e:  # noqa: BLE001 - handed to the committing thread
-            self.error = e
-
-    def join(self) -> None:
-        if self._thread is not None:
-            self._thread.join()
-
-    def wait(self) -> None:
-        """Wait for the checks; raise the first one's exception."""
-        self.join()
-        if self.error is not None:
-            raise self.error
