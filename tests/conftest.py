@@ -354,8 +354,14 @@ def s3(s3_server, classic_spark, monkeypatch):
 
 
 # ---------------------------------------------------------------------- fault schedules
-def load_chaos():
-    """``benchmarks/chaos.py`` (the fault-schedule harness) as a module, once per process."""
+def load_chaos(part: str | None = None):
+    """``benchmarks/chaos.py`` (the fault-schedule harness's script) as a module, once per
+    process; with ``part``, its module ``chaos_harness.<part>`` (``"checks"``, ``"draw"``...,
+    importable once the script has put ``benchmarks/`` on ``sys.path``)."""
+    if part is not None:
+        load_chaos()
+        import importlib
+        return importlib.import_module(f"chaos_harness.{part}")
     mod = sys.modules.get("chaos")
     if mod is None:
         import importlib.util
