@@ -38,7 +38,7 @@ CRASH_TRIALS35 ?= 3
 CRASH_JDBC_TRIALS35 ?= 2
 
 .PHONY: install install35 install41 install-airflow install-dagster jars iceberg-jars demo lint test test4 \
-	test35 test-iceberg test-delta test-airflow test-dagster bench
+	test35 test-iceberg test-iceberg35 test-iceberg41 test-delta test-airflow test-dagster bench
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -103,18 +103,16 @@ endif
 demo: $(DEMO_BIN)/.installed
 	$(DEMO_BIN)/sparkmark demo
 
-# The whole test suite on Spark 4, then the Spark-dependent suites on Spark 3.5, then the
-# scheduler integrations in their own venvs
-# (real Spark, real SQLite, a real PostgreSQL server, real JDBC drivers, real Airflow and Dagster)
-# Each suite's wall time goes to .suite-times and is printed at the end (or where one failed)
-TEST_SUITES ?= lint test4 test35 test-iceberg test-delta test-airflow test-dagster
+# The whole test suite on Spark 4, then the Spark-dependent suites on Spark 3.5, the table
+# formats on 3.5 and 4.1, then the scheduler integrations in their own venvs (real Spark, real
+# SQLite, a real PostgreSQL server, real JDBC drivers, real Airflow and Dagster).
+# .ci/suites runs TEST_PLAN a group at a time: the suites of a group ("a+b") side by side, each
+# with its own log; every suite's wall time is printed at the end (or where one failed).
+# The suites that keep both cores busy (test4, test35) run alone; the table-format and scheduler
+# suites, mostly one py4j conversation at a time, share the machine
+TEST_PLAN ?= lint test4 test35 test-iceberg35+test-iceberg41 test-delta+test-airflow+test-dagster
 test:
-	@rm -f .suite-times; for s in $(TEST_SUITES); do start=$$(date +%s); \
-	if ! $(MAKE) --no-print-directory $$s; then \
-	echo "$$s FAILED after $$(( $$(date +%s) - start )) s" >> .suite-times; \
-	echo "suite wall times:"; cat .suite-times; exit 1; fi; \
-	echo "$$s $$(( $$(date +%s) - start )) s" >> .suite-times; done; \
-	echo "suite wall times:"; cat .suite-times
+	@MAKE="$(MAKE)" bash .ci/suites $(TEST_PLAN)
 
 # ruff and mypy (configured in pyproject.toml); part of `make test`
 lint: install
@@ -159,8 +157,12 @@ test35: install35 jars
 ENV_ICEBERG = SPARKMARK_REQUIRE_ICEBERG=1 SPARKMARK_REQUIRE_S3=1 SPARKMARK_TEST_SESSIONS=classic \
 	SPARKMARK_TEST_BACKENDS=$${SPARKMARK_TEST_BACKENDS35:-sqlite}
 
-test-iceberg: install35 install41 jars
+test-iceberg: test-iceberg35 test-iceberg41
+
+test-iceberg35: install35 jars
 	$(ENV_ICEBERG) $(BIN35)/python -m pytest -q -p no:cacheprovider --durations=5 $(ICEBERG_SUITES)
+
+test-iceberg41: install41 jars
 	$(ENV_ICEBERG) $(BIN41)/python -m pytest -q -p no:cacheprovider --durations=5 $(ICEBERG_SUITES)
 
 # Delta Lake's jars on Spark 3.5 and 4.1 (Delta publishes nothing for Spark 4.3), each line in a

@@ -90,7 +90,7 @@ current snapshot, in a checker process), and "nothing staged left" means, from t
 ``snapshots`` and ``history`` metadata tables against the ledger: no staged snapshot of a
 committed run unpublished, no snapshot of an uncommitted run published, every SUCCEEDED run
 with records published (``publish_state`` done), every rolled-back published run removed by a
-``sparkmark.sinks.rollback-of`` commit; unpublished snapshots of runs that did not commit are allowed
+``sparkmark.rollback-of`` commit; unpublished snapshots of runs that did not commit are allowed
 and counted (``iceberg_unpublished_uncommitted``).  A failing schedule is shrunk (steps removed one at a time
 while it still fails) and printed as a one-line ``--replay`` command.  Prints a table; writes
 benchmarks/results/chaos.json (``faults`` and ``jobs`` per kind, outcomes, ``reset_states``).

@@ -266,3 +266,18 @@ def test_the_layer_check_sees_upward_sideways_and_root_imports():
     assert _layer_violations(graph) == ["sparkmark.planning.bands imports sparkmark.lifecycle.job",
                                         "sparkmark.sinks.files imports sparkmark.sources.files",
                                         "sparkmark.state.store imports sparkmark"]
+
+
+MAX_LINES = 600
+
+
+def test_no_module_is_long_without_saying_why():
+    """A module over ``MAX_LINES`` lines states why in its docstring (a line starting
+    ``Why one module:``)."""
+    long = []
+    for mod, path in MODULES.items():
+        text = path.read_text()
+        if text.count("\n") > MAX_LINES and "Why one module:" not in (ast.get_docstring(
+                ast.parse(text)) or ""):
+            long.append(f"{mod}: {text.count(chr(10))} lines")
+    assert long == [], "modules over %d lines without a reason:\n%s" % (MAX_LINES, "\n".join(long))

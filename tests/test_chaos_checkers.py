@@ -27,7 +27,7 @@ def snap(i, run_id, ancestor, added=3, picked=None, rollback_of=None, wap=True):
 
 
 #: a clean history: a committed run published, a failed run's staged snapshot unpublished
-#: (allowed, counted), a run published then rolled back by a ``sparkmark.sinks.rollback-of`` commit
+#: (allowed, counted), a run published then rolled back by a ``sparkmark.rollback-of`` commit
 CLEAN_SNAPS = [snap(1, "a", True), snap(2, "f", False),
                snap(3, "r", True), snap(4, None, True, added=0, rollback_of="r", wap=False)]
 CLEAN_ROWS = [run("a", "SUCCEEDED"), run("f", "FAILED", 0, None),

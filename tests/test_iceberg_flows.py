@@ -107,7 +107,7 @@ def test_pipeline_modules_write_iceberg_tables_exactly_once_and_roll_back(ice, s
                         "ON s.snapshot_id = h.snapshot_id WHERE h.is_current_ancestor "
                         "AND s.operation = 'append'").collect()
     assert len(summaries) == 2         # (the EMPTY run staged an empty snapshot, unpublished)
-    assert all(s[0]["sparkmark.lifecycle.job"] == "icepl.2001" for s in summaries)
+    assert all(s[0]["sparkmark.job"] == "icepl.2001" for s in summaries)
 
     # roll back silver's second run: its rows leave the table in one delete commit
     second = runs[1].run_id
@@ -202,7 +202,7 @@ def test_glue_from_catalog_reads_and_writes_iceberg_tables_exactly_once(
     assert _ids(ice, tgt) == [1, 2, 3] and _current(ice, tgt) == published
     summary = ice.sql(f"SELECT summary FROM {tgt}.snapshots "
                       f"WHERE snapshot_id = {published}").collect()[0][0]
-    assert summary["sparkmark.core.run-id"] == r2 and summary["sparkmark.ctx"] == "sink"
+    assert summary["sparkmark.run-id"] == r2 and summary["sparkmark.ctx"] == "sink"
     element = Bookmarks(sqlite_url).get("gice")["JobBookmark"]["src"]
     assert element == {"table": src, "snapshot_id": _current(ice, src)}
 

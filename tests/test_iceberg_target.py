@@ -185,8 +185,8 @@ def test_snapshot_summary_names_job_and_run(ice, runner):
     t.insert(1)
     _, run_id = runner.run(t)
     summary = t.summary(t.current())
-    assert summary["sparkmark.lifecycle.job"] == runner.name
-    assert summary["sparkmark.core.run-id"] == run_id
+    assert summary["sparkmark.job"] == runner.name
+    assert summary["sparkmark.run-id"] == run_id
     assert summary["sparkmark.ctx"] == "sink"
     assert int(summary["sparkmark.snapshot-ts"]) == runner.ledger()[-1]["snapshot_ts"]
     assert summary["wap.id"].startswith(run_id + "-")
@@ -321,7 +321,7 @@ def test_stamp_false_writes_dfs_columns_only_and_still_exactly_once(ice, runner)
     current = ice.sql(f"SELECT snapshot_id FROM {plain}.refs WHERE name = 'main'").collect()[0][0]
     summary = ice.sql(f"SELECT summary FROM {plain}.snapshots "
                       f"WHERE snapshot_id = {current}").collect()[0][0]
-    assert summary["sparkmark.core.run-id"] == run_id  # the snapshot still names the run
+    assert summary["sparkmark.run-id"] == run_id  # the snapshot still names the run
 
 
 def test_a_table_of_another_format_and_bad_options_are_refused(ice, runner, tmp_path):
@@ -369,7 +369,7 @@ def test_random_sigkills_never_lose_or_duplicate_iceberg_rows(tmp_path, sink, re
 
 # ------------------------------------------------------------------------- rollback
 def _deletes(spark, table):
-    return spark.sql(f"SELECT summary['sparkmark.sinks.rollback-of'] FROM {table}.snapshots "
+    return spark.sql(f"SELECT summary['sparkmark.rollback-of'] FROM {table}.snapshots "
                      "WHERE operation = 'delete' ORDER BY committed_at").collect()
 
 
@@ -427,7 +427,7 @@ def test_a_target_on_an_s3a_warehouse_hides_failed_runs_and_rolls_back(ice, runn
 
 def _published(spark, t, run_id):
     return spark.sql(f"SELECT snapshot_id FROM {t.tgt}.snapshots "
-                     f"WHERE summary['sparkmark.core.run-id'] = '{run_id}'").collect()[0][0]
+                     f"WHERE summary['sparkmark.run-id'] = '{run_id}'").collect()[0][0]
 
 
 def test_rollback_is_refused_when_later_snapshots_rewrote_the_runs_files(ice, runner):

@@ -19,7 +19,7 @@ def iceberg_problems(snaps: list[dict], rows: list[dict]) -> tuple[list[str], in
     a committed (SUCCEEDED/EMPTY) run with rows still unpublished; a published snapshot of a
     run that is not SUCCEEDED (or ROLLED_BACK: published, then removed); a SUCCEEDED run that
     wrote rows but has no published snapshot, or is still ``pending``; a ROLLED_BACK run whose
-    published rows no ``sparkmark.sinks.rollback-of`` commit in the ancestry removed.  Returns the
+    published rows no ``sparkmark.rollback-of`` commit in the ancestry removed.  Returns the
     problems and the number of unpublished snapshots of runs that did not commit (allowed:
     Iceberg's ``expire_snapshots`` drops them, docs/tables.md; an EMPTY run's row-less staged
     snapshot is not counted).

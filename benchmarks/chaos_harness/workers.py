@@ -249,8 +249,8 @@ def verify_iceberg(spark) -> None:
     t = ICEBERG_TABLE
     rows = spark.sql(
         f"SELECT s.snapshot_id, s.operation, s.summary['wap.id'], s.summary['published-wap-id'],"
-        f" s.summary['sparkmark.core.run-id'], s.summary['added-records'],"
-        f" s.summary['sparkmark.sinks.rollback-of'], coalesce(h.is_current_ancestor, false) "
+        f" s.summary['sparkmark.run-id'], s.summary['added-records'],"
+        f" s.summary['sparkmark.rollback-of'], coalesce(h.is_current_ancestor, false) "
         f"FROM {t}.snapshots s LEFT JOIN {t}.history h ON s.snapshot_id = h.snapshot_id"
     ).collect()
     keys = ("snapshot_id", "operation", "wap_id", "published_wap_id", "run_id", "added",

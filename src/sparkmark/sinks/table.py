@@ -4,7 +4,7 @@
 table gets ``write.wap.enabled=true`` once, and the write runs with ``spark.wap.id`` set to a
 WAP id unique to this write (``<run_id>-<8 hex>``), recorded in the ledger first
 (:class:`~sparkmark.core.run.TableOutput`).  The staged snapshot's summary names the job and the run
-(``sparkmark.lifecycle.job``, ``sparkmark.core.run-id``, ``sparkmark.snapshot-ts``, ``sparkmark.ctx``).
+(``sparkmark.job``, ``sparkmark.run-id``, ``sparkmark.snapshot-ts``, ``sparkmark.ctx``).
 Readers of the table (its ``main`` branch) see none of it.
 
 After the state store commit, :func:`publish_table` makes it current with
@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("sparkmark.table")
 
 #: the summary keys every staged snapshot carries
-JOB_PROP, RUN_PROP, SNAPSHOT_PROP, CTX_PROP = ("sparkmark.lifecycle.job", "sparkmark.core.run-id",
+JOB_PROP, RUN_PROP, SNAPSHOT_PROP, CTX_PROP = ("sparkmark.job", "sparkmark.run-id",
                                                "sparkmark.snapshot-ts", "sparkmark.ctx")
 WAP_PROP = "write.wap.enabled"
 _PART = r"(?:[A-Za-z_][A-Za-z0-9_]*|`[^`]+`)"

@@ -26,7 +26,7 @@ def remove_table_run(spark: "SparkSession", run_id: str, out: TableOutput,
                      dry_run: bool = False) -> list[str]:
     """Rollback: remove the data files run ``run_id`` published into Iceberg table
     ``out.target`` in one table commit (a ``delete`` snapshot whose summary has
-    ``sparkmark.sinks.rollback-of``).  Refused, with nothing changed, when later snapshots rewrote
+    ``sparkmark.rollback-of``).  Refused, with nothing changed, when later snapshots rewrote
     some of those files (compaction, an overwrite, a delete); nothing to do when they are all
     gone already (a removal a crash interrupted after its commit).  Returns what was removed.
 
@@ -80,7 +80,7 @@ def remove_table_run(spark: "SparkSession", run_id: str, out: TableOutput,
         for f in files:
             op.deleteFile(f)
         op.validateFilesExist()
-        op.set("sparkmark.sinks.rollback-of", run_id)
+        op.set("sparkmark.rollback-of", run_id)
         op.set(RUN_PROP, run_id)
         op.commit()
         spark.sql(f"REFRESH TABLE {out.target}")
@@ -96,4 +96,4 @@ def _rolled_back(spark: "SparkSession", table: str, run_id: str) -> bool:
     return bool(spark.sql(
         f"SELECT 1 FROM {table}.snapshots s JOIN {table}.history h "
         "ON s.snapshot_id = h.snapshot_id WHERE h.is_current_ancestor "
-        f"AND s.summary['sparkmark.sinks.rollback-of'] = '{checked_run_id(run_id)}'").collect())
+        f"AND s.summary['sparkmark.rollback-of'] = '{checked_run_id(run_id)}'").collect())
