@@ -65,7 +65,7 @@ def materialized(result):
 def orders_asset(spark, clock, src, out, *, fail=False):
     @dg.asset(check_specs=[status_check_spec("orders")])
     def orders(sparkmark: SparkmarkResource) -> dg.MaterializeResult:
-        with sparkmark.lifecycle.job(spark, clock=clock).run("orders", ENABLE) as job:
+        with sparkmark.job(spark, clock=clock).run("orders", ENABLE) as job:
             df = job.read.files(src, format="json", transformation_ctx="orders_src")
             if fail:
                 raise RuntimeError("boom: bad orders")

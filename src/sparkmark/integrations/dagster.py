@@ -67,7 +67,7 @@ class SparkmarkResource(dg.ConfigurableResource):
         @dg.asset
         def report(sparkmark: SparkmarkResource):
             return dg.MaterializeResult(metadata=ledger_metadata(
-                sparkmark.state.ledger(job="orders", last=1)[-1]))
+                sparkmark.ledger(job="orders", last=1)[-1]))
 
         dg.Definitions(assets=[report],
                        resources={"sparkmark": SparkmarkResource(state="postgresql://...")})
@@ -78,20 +78,20 @@ class SparkmarkResource(dg.ConfigurableResource):
     def ledger(self, job: str | None = None, pipeline: str | None = None,
                last: int | None = None) -> list[dict[str, Any]]:
         """The raw ledger rows (times in epoch ms), oldest first (see
-        :func:`sparkmark.state.ledger.ledger_rows`).  Example: ``sparkmark.state.ledger(job="orders",
+        :func:`sparkmark.state.ledger.ledger_rows`).  Example: ``sparkmark.ledger(job="orders",
         last=1)``"""
         return ledger_rows(self.state, job=job, pipeline=pipeline, last=last)
 
     def bookmarks(self) -> "Bookmarks":
         """A :class:`sparkmark.Bookmarks` on this store.  Example:
-        ``sparkmark.ops.bookmarks().get("orders")["Version"]``"""
+        ``sparkmark.bookmarks().get("orders")["Version"]``"""
         from sparkmark.ops.bookmarks import Bookmarks
         return Bookmarks(self.state)
 
     def job(self, spark: Any, **kwargs: Any) -> "Job":
         """A :class:`sparkmark.Job` on this store (``kwargs``: ``clock``, ...).  Example::
 
-            with sparkmark.lifecycle.job(spark).run("orders", args) as job:
+            with sparkmark.job(spark).run("orders", args) as job:
                 ...
         """
         from sparkmark.lifecycle.job import Job
@@ -174,7 +174,7 @@ def materialize_job_result(job_or_row: "Job | Mapping[str, Any]", *,
 
         @dg.asset(deps=["landing_orders"], check_specs=[status_check_spec("orders")])
         def orders(sparkmark: SparkmarkResource):
-            with sparkmark.lifecycle.job(spark).run("orders", ENABLE_ARGS) as job:
+            with sparkmark.job(spark).run("orders", ENABLE_ARGS) as job:
                 job.write(job.read.files("in", transformation_ctx="src"), "out",
                           transformation_ctx="sink")
             return materialize_job_result(job, check_name=CHECK_NAME)
