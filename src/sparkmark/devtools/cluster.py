@@ -258,7 +258,7 @@ def start_connect(*, master: str = "local[2]", conf: dict[str, str] | None = Non
         raise RuntimeError("pyspark's jars have no spark-connect jar: Spark Connect servers "
                            "ship with pyspark 4; for Spark 3.5 run `make jars` (it fetches "
                            "org.apache.spark:spark-connect_2.12), or add it with --packages")
-    from sparkmark.engine.spark import jdbc_jars
+    from sparkmark.engine.spark import jar_urls, jdbc_jars
     home = spark_home()
     root = Path(tempfile.mkdtemp(prefix="sparkmark-connect-"))
     s = ConnectServer(root=root, port=free_port())
@@ -284,7 +284,7 @@ def start_connect(*, master: str = "local[2]", conf: dict[str, str] | None = Non
     if server_jar.parent != home / "jars" and str(server_jar) not in use_jars:
         use_jars.append(str(server_jar))  # Spark 3.5: the server module from the jar cache
     if use_jars:
-        cmd += ["--jars", ",".join(use_jars)]
+        cmd += ["--jars", ",".join(jar_urls(use_jars, master))]
     for k, v in settings.items():
         cmd += ["--conf", f"{k}={v}"]
     cmd.append("spark-internal")

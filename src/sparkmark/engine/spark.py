@@ -19,6 +19,30 @@ def jdbc_jars() -> list[str]:
     return found
 
 
+def jar_urls(jars: "list[str]", master: str | None = None) -> list[str]:
+    """``jars`` as Spark should be given them for ``master``.  In local mode (``master`` None
+    or ``local...``: the executors live in the driver's JVM) a plain path becomes a ``local:``
+    URL, which Spark adds to its class loader where the file is, instead of serving each jar
+    from the driver and copying it into a temp folder at every start (~660 MB and ~1.5 s for
+    the s3a connector's AWS SDK bundle, and a leftover folder whenever a driver is killed).
+    Other masters and other schemes keep the jars as they are.
+
+    >>> jar_urls(["/j/a.jar", "hdfs://nn/b.jar"])
+    ['local:/j/a.jar', 'hdfs://nn/b.jar']
+    >>> jar_urls(["/j/a.jar"], "spark://127.0.0.1:7077")
+    ['/j/a.jar']
+    """
+    if master is not None and not master.startswith("local"):
+        return list(jars)
+    out = []
+    for j in jars:
+        if j.startswith("file:"):
+            j = j[len("file:"):]
+            j = "/" + j.lstrip("/") if j.startswith("//") else j
+        out.append("local:" + j if os.path.isabs(j) else j)
+    return out
+
+
 def default_conf(env: Mapping[str, str] | None = None) -> dict[str, str]:
     """The settings of ``spark-defaults.conf`` (``$SPARK_CONF_DIR``, else ``$SPARK_HOME/conf``),
     as spark-submit reads them (``key value``, ``key=value`` or ``key: value`` lines).
@@ -69,9 +93,12 @@ def local_session(app_name: str = "sparkmark", *, cores: int = 2, extra_conf: di
     # replace them: e.g. the s3a connector a CLI command needs for an s3a target)
     jars = [j for j in default_conf().get("spark.jars", "").split(",") if j.strip()]
     jars += [j for j in jdbc_jars() if j not in jars]
+    extra = dict(extra_conf or {})
+    if "spark.jars" in extra:  # the caller's list replaces these
+        jars = [j for j in extra.pop("spark.jars").split(",") if j.strip()]
     if jars:
-        builder = builder.config("spark.jars", ",".join(jars))
-    for k, v in (extra_conf or {}).items():
+        builder = builder.config("spark.jars", ",".join(jar_urls(jars, master)))
+    for k, v in extra.items():
         builder = builder.config(k, v)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     spark = builder.getOrCreate()

@@ -54,7 +54,7 @@ def local_submit_args(env: Mapping[str, str]) -> str | None:
     when Spark is already configured (spark-submit, PYSPARK_SUBMIT_ARGS, spark-defaults.conf)."""
     if env.get("PYSPARK_GATEWAY_PORT") or env.get(SUBMIT_ENV) or _master_in_defaults(env):
         return None
-    from sparkmark.engine.spark import default_conf, jdbc_jars
+    from sparkmark.engine.spark import default_conf, jar_urls, jdbc_jars
     master = env.get(MASTER_ENV) or env.get("MASTER") or "local[2]"
     args = ["--master", master,
             "--conf", "spark.ui.enabled=false",
@@ -69,7 +69,7 @@ def local_submit_args(env: Mapping[str, str]) -> str | None:
     jars = [j for j in default_conf(env).get("spark.jars", "").split(",") if j.strip()]
     jars += [j for j in jdbc_jars() if j not in jars]
     if jars:
-        args += ["--jars", ",".join(jars)]
+        args += ["--jars", ",".join(jar_urls(jars, master))]
     args.append("pyspark-shell")
     return " ".join(shlex.quote(a) for a in args)
 
