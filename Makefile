@@ -37,7 +37,7 @@ ICEBERG_SUITES ?= tests/test_iceberg_source.py tests/test_iceberg_target.py test
 CRASH_TRIALS35 ?= 3
 CRASH_JDBC_TRIALS35 ?= 2
 
-.PHONY: install install35 install41 install-airflow install-dagster jars iceberg-jars demo lint test test4 \
+.PHONY: install install35 install41 install-airflow install-dagster cds cds35 cds41 cds-airflow jars iceberg-jars demo lint test test4 \
 	test35 test-iceberg test-iceberg35 test-iceberg41 test-delta test-airflow test-dagster bench
 
 $(BIN)/.installed: pyproject.toml
@@ -79,6 +79,19 @@ $(BIN_DAGSTER)/.installed: pyproject.toml
 install-airflow: $(BIN_AIRFLOW)/.installed
 install-dagster: $(BIN_DAGSTER)/.installed
 
+# The class-data-sharing archive of each venv's Spark (sparkmark.devtools.jvmcache: the tests'
+# driver JVMs start ~3 s sooner), built ahead by .ci/run beside the other installs; without
+# it the first pytest process of a suite builds it (30-60 s, one core, nothing else running).
+# A failed build only means drivers start without one
+cds: install
+	-$(BIN)/python -m sparkmark.devtools.jvmcache
+cds35: install35
+	-$(BIN35)/python -m sparkmark.devtools.jvmcache
+cds41: install41
+	-$(BIN41)/python -m sparkmark.devtools.jvmcache
+cds-airflow: install-airflow
+	-$(BIN_AIRFLOW)/python -m sparkmark.devtools.jvmcache
+
 # Every jar of every Spark line (sparkmark.devtools.jars: hadoop-aws and its AWS SDK bundle,
 # spark-hadoop-cloud, the Spark 3.5 Connect server, the Iceberg and Delta runtimes, the JDBC
 # drivers) from Maven Central by their coordinates, with Maven (one `mvn dependency:copy-
@@ -119,25 +132,27 @@ lint: install
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/mypy
 
-# test4 in two passes.  First the suites whose tests run in the pytest process (the pure
-# planning, the in-process Spark jobs, the stores), on two pytest-xdist workers (WORKERS4), a whole
-# file to a worker (module fixtures such as a Connect session stay per file): one pytest process
-# keeps this 2-core machine about half busy there (py4j round trips wait on the JVM and back).
-# Then, one at a time, the suites whose tests start drivers, clusters and servers of their own:
-# those already keep both cores busy, and side by side they slowed each other more than they
-# gained (the fault schedules: 1,188 s next to another stream against ~470 s alone)
-SERIAL4 ?= tests/test_crash.py tests/test_chaos.py tests/test_glue_scripts.py tests/test_cluster.py \
-	tests/test_cli.py tests/test_cli_pipeline.py tests/test_cli_progress.py tests/test_demo.py \
-	tests/test_report_html.py tests/test_reset_output.py
+# test4: every suite on two pytest-xdist workers (WORKERS4), a whole file to a worker (module
+# fixtures such as a Connect session stay per file), the longest files first: FIRST4, in this
+# order (--no-loadscope-reorder keeps it; xdist would otherwise hand out the files with the most
+# tests first and leave the few long ones, whose tests start drivers, clusters and servers of
+# their own, to the end, one worker running them while the other idles).  One stream of those
+# long files kept the 2-core machine only ~60% busy; two keep it ~95% busy, and the whole pass
+# takes two thirds of the time the two passes (in-process suites on two workers, then the long
+# files one at a time) took.  Each test's time goes to .suite-logs/<suite>.xml (JUnit XML)
+FIRST4 ?= tests/test_glue_scripts.py tests/test_chaos.py tests/test_crash.py tests/test_cluster.py \
+	tests/test_s3_files.py tests/test_s3_sinks.py tests/test_pipeline.py tests/test_cli_pipeline.py \
+	tests/test_demo.py tests/test_cli_progress.py tests/test_s3_errors.py tests/test_reset_output.py \
+	tests/test_connect.py tests/test_cli.py tests/test_report_html.py
 WORKERS4 ?= 2
+XDIST = -n $(WORKERS4) --dist loadfile --no-loadscope-reorder
 
 test4: install jars
-	SPARKMARK_REQUIRE_S3=1 $(BIN)/python -m pytest -q -p no:cacheprovider --durations=25 \
-	-n $(WORKERS4) --dist loadfile $(addprefix --ignore=,$(SERIAL4))
-	SPARKMARK_REQUIRE_S3=1 $(BIN)/python -m pytest -q -p no:cacheprovider --durations=25 $(SERIAL4)
+	SPARKMARK_REQUIRE_S3=1 $(BIN)/python -m pytest -q -p no:cacheprovider --durations=30 \
+	$(XDIST) --junitxml=.suite-logs/test4.xml $(FIRST4) tests
 
 # (classic sessions only, to keep the suite short: Spark Connect on 3.5 runs in test-iceberg)
-# (the same two passes as test4)
+# (on two workers, the longest files first, as test4)
 ENV35 = SPARKMARK_REQUIRE_S3=1 SPARKMARK_TEST_SESSIONS=classic \
 	SPARKMARK_TEST_BACKENDS=$${SPARKMARK_TEST_BACKENDS35:-sqlite} \
 	SPARKMARK_CRASH_TRIALS=$${SPARKMARK_CRASH_TRIALS35:-$(CRASH_TRIALS35)} \
@@ -146,10 +161,9 @@ ENV35 = SPARKMARK_REQUIRE_S3=1 SPARKMARK_TEST_SESSIONS=classic \
 	SPARKMARK_TEST_GLUE_S3=$${SPARKMARK_TEST_GLUE_S3_35:-0}
 
 test35: install35 jars
-	$(ENV35) $(BIN35)/python -m pytest -q -p no:cacheprovider --durations=10 \
-	-n $(WORKERS4) --dist loadfile $(filter-out $(SERIAL4),$(SUITES35))
-	$(ENV35) $(BIN35)/python -m pytest -q -p no:cacheprovider --durations=10 \
-	$(filter $(SERIAL4),$(SUITES35))
+	$(ENV35) $(BIN35)/python -m pytest -q -p no:cacheprovider --durations=15 \
+	$(XDIST) --junitxml=.suite-logs/test35.xml \
+	$(foreach f,$(FIRST4),$(filter $(f),$(SUITES35))) $(filter-out $(FIRST4),$(SUITES35))
 
 # Iceberg tables as sources and targets (warehouses on disk and on s3a:// moto), on Spark 3.5
 # and on Spark 4.1 (the newest Spark that Iceberg publishes a runtime for), each in a pytest
@@ -160,10 +174,12 @@ ENV_ICEBERG = SPARKMARK_REQUIRE_ICEBERG=1 SPARKMARK_REQUIRE_S3=1 SPARKMARK_TEST_
 test-iceberg: test-iceberg35 test-iceberg41
 
 test-iceberg35: install35 jars
-	$(ENV_ICEBERG) $(BIN35)/python -m pytest -q -p no:cacheprovider --durations=5 $(ICEBERG_SUITES)
+	$(ENV_ICEBERG) $(BIN35)/python -m pytest -q -p no:cacheprovider --durations=5 \
+	--junitxml=.suite-logs/test-iceberg35.xml $(ICEBERG_SUITES)
 
 test-iceberg41: install41 jars
-	$(ENV_ICEBERG) $(BIN41)/python -m pytest -q -p no:cacheprovider --durations=5 $(ICEBERG_SUITES)
+	$(ENV_ICEBERG) $(BIN41)/python -m pytest -q -p no:cacheprovider --durations=5 \
+	--junitxml=.suite-logs/test-iceberg41.xml $(ICEBERG_SUITES)
 
 # Delta Lake's jars on Spark 3.5 and 4.1 (Delta publishes nothing for Spark 4.3), each line in a
 # pytest process of its own (the session must start with Delta's extensions); ~1 min a line

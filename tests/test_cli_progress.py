@@ -90,7 +90,8 @@ def test_a_long_file_listing_shows_the_files_listed_so_far(tmp_path):
         for i in range(4):
             (src / f"dt=2024-01-0{d + 1}" / f"f{i}.json").write_text(f'{{"id": {d * 10 + i}}}\n')
     env["SPARKMARK_LISTING_PROGRESS_AFTER"] = "0"
-    rc, text = run_on_pty([SPARKMARK, "run", "pipe.py"], env, tmp_path)
+    # wide enough that the line with the temp path (longer under pytest-xdist) is not wrapped
+    rc, text = run_on_pty([SPARKMARK, "run", "pipe.py"], env, tmp_path, columns=400)
     assert rc == 0, text[-3000:]
     assert f"listing file:{src}" in text and "directories so far" in text, text[-3000:]
     import re
