@@ -657,6 +657,25 @@ def test_purge_refuses_paths_outside_their_root(glue, tmp_path, monkeypatch):
     assert os.path.exists(f"{tmp_path}/data/keep/_sparkmark_staging/r/x.json")
 
 
+@pytest.mark.parametrize("choice", ["MATCH_CATALOG", "match_catalog", "Match_Catalog"])
+def test_match_catalog_in_any_case_casts_to_the_catalog_types(spark, glue, tmp_path,
+                                                               monkeypatch, choice):
+    """AWS's samples spell the choice in upper case (ResolveChoice.apply(frame, choice=
+    "MATCH_CATALOG", database=..., table_name=...)); Glue takes any case."""
+    from sparkmark.glue.transforms import ResolveChoice
+    cat = tmp_path / "catalog.json"
+    cat.write_text(json.dumps({"sales.orders": {
+        "path": str(tmp_path / "orders"), "format": "json",
+        "columns": [{"Name": "id", "Type": "bigint"}, {"Name": "amount", "Type": "double"}]}}))
+    monkeypatch.setenv("SPARKMARK_GLUE_CATALOG", str(cat))
+    f = _frame(spark, glue, [("1", "2.5", "x")], "ID string, amount string, note string")
+    out = ResolveChoice.apply(frame=f, choice=choice, database="sales",
+                              table_name="orders").toDF()
+    assert [(c.name, c.dataType.simpleString()) for c in out.schema.fields] == \
+        [("ID", "bigint"), ("amount", "double"), ("note", "string")]
+    assert [tuple(r) for r in out.collect()] == [(1, 2.5, "x")]
+
+
 def test_choice_join_merge_and_errors(spark, glue):
     from sparkmark.glue.transforms import DropNullFields, Join, ResolveChoice
     f = _frame(spark, glue, [("1", "a", None), ("x", "b", None), ("2.5", "c", None)],

@@ -252,7 +252,7 @@ class DynamicFrame:
                 "resolveChoice(catalog_id=...)", "there is one catalog: the Spark catalog plus "
                 "SPARKMARK_GLUE_CATALOG"))
         df = self._df
-        if choice == "match_catalog":
+        if str(choice or "").strip().lower() == "match_catalog":  # any case, as in Glue
             return self._new(match_catalog(self._df, database, table_name), transformation_ctx)
         if specs:
             if isinstance(specs, (str, bytes)) or not isinstance(specs, Sequence):
