@@ -708,3 +708,35 @@ def test_choice_join_merge_and_errors(spark, glue):
                                  ["k"]).toDF()
     assert sorted((r.k, r.v) for r in merged.collect()) == [("a", "NEW"), ("b", "x"),
                                                             ("c", "2.5")]
+
+
+def test_plain_spark_s3_paths_in_a_glue_script_reach_the_s3a_store(spark, s3, tmp_path):
+    """Inside a Glue script, plain Spark I/O on ``s3://`` works as on Glue and EMR: the
+    GlueContext serves Hadoop's ``s3`` scheme with S3A (the same fs.s3a.* settings), when the
+    connector is on the class path and nothing else serves it."""
+    from conftest import s3_jars
+    if s3_jars() is None:
+        pytest.skip("no s3a jars (make jars)")
+    from sparkmark.glue.context import GlueContext
+    conf = spark.sparkContext._jsc.hadoopConfiguration()
+    before = conf.get("fs.s3.impl")
+    conf.unset("fs.s3.impl")
+    try:
+        with pytest.raises(Exception, match='No FileSystem for scheme "s3"'):
+            spark.range(1).write.parquet(f"s3://{s3.name}/before")
+        GlueContext(spark.sparkContext)
+        assert conf.get("fs.s3.impl") == "org.apache.hadoop.fs.s3a.S3AFileSystem"
+        df = spark.createDataFrame([(1, "a"), (2, "b")], "id int, v string")
+        df.write.parquet(f"s3://{s3.name}/plain")
+        assert any(k.startswith("plain/part-") for k in s3.keys("plain/"))
+        back = spark.read.parquet(f"s3a://{s3.name}/plain")
+        assert sorted(tuple(r) for r in back.collect()) == [(1, "a"), (2, "b")]
+        conf.set("fs.s3.impl", "org.example.Mine")  # a scheme someone already serves is theirs
+        GlueContext(spark.sparkContext)
+        assert conf.get("fs.s3.impl") == "org.example.Mine"
+    finally:
+        if before is None:
+            conf.unset("fs.s3.impl")
+        else:
+            conf.set("fs.s3.impl", before)
+

@@ -296,3 +296,31 @@ def default_fs(spark: "SparkSession") -> str:
     value = spark.sparkContext._jsc.hadoopConfiguration().get("fs.defaultFS")
     return str(value) if value is not None else "file:///"
 
+
+#: Hadoop's S3A connector (hadoop-aws): the file system and the FileContext binding
+S3A_FS, S3A_AFS = "org.apache.hadoop.fs.s3a.S3AFileSystem", "org.apache.hadoop.fs.s3a.S3A"
+
+
+def s3_scheme_on_s3a(spark: "SparkSession") -> bool:
+    """Serve Hadoop's ``s3`` scheme with S3A, as Glue and EMR serve ``s3://`` paths, when the
+    s3a connector is on the class path and nothing serves ``s3`` yet (``fs.s3.impl`` unset).
+    S3A reads its ``fs.s3a.*`` settings (endpoint, credentials) whichever scheme a path uses,
+    so plain Spark I/O such as ``df.write.parquet("s3://bucket/out")`` reaches the same store
+    as ``s3a://``.  The setting is the session's Hadoop configuration (the whole application's,
+    as on EMR).  Returns True when it set it.  Classic sessions only.
+
+    Example: ``s3_scheme_on_s3a(spark)`` -> ``True`` (hadoop-aws on ``spark.jars``)
+    """
+    sc = spark.sparkContext
+    conf = sc._jsc.hadoopConfiguration()
+    if conf.get("fs.s3.impl"):
+        return False
+    try:
+        sc._jvm.org.apache.spark.util.Utils.classForName(S3A_FS, True, False)
+    except Exception:  # noqa: BLE001 - no connector: s3:// stays unserved, as before
+        return False
+    conf.set("fs.s3.impl", S3A_FS)
+    if not conf.get("fs.AbstractFileSystem.s3.impl"):
+        conf.set("fs.AbstractFileSystem.s3.impl", S3A_AFS)
+    return True
+
