@@ -312,11 +312,11 @@ def s3_scheme_on_s3a(spark: "SparkSession") -> bool:
     Example: ``s3_scheme_on_s3a(spark)`` -> ``True`` (hadoop-aws on ``spark.jars``)
     """
     sc = spark.sparkContext
-    conf = sc._jsc.hadoopConfiguration()
-    if conf.get("fs.s3.impl"):
+    conf, jvm = sc._jsc.hadoopConfiguration(), sc._jvm
+    if conf.get("fs.s3.impl") or jvm is None:
         return False
     try:
-        sc._jvm.org.apache.spark.util.Utils.classForName(S3A_FS, True, False)
+        jvm.org.apache.spark.util.Utils.classForName(S3A_FS, True, False)
     except Exception:  # noqa: BLE001 - no connector: s3:// stays unserved, as before
         return False
     conf.set("fs.s3.impl", S3A_FS)
