@@ -699,3 +699,36 @@ def test_mysql_connection_script_on_mysql_connector_j(tmp_path, mariadb):
     for job in ("cj_named", "cj_auto"):
         _assert_masked_runs(state, tmp_path, job, "com.mysql.cj.jdbc.Driver", [
             [(1, "*****", "ann"), (2, "******", "bob")], [(3, "*******", "cy")]])
+
+
+def test_glue_crawler_hive_tables_are_bookmarked_like_their_files(tmp_path):
+    """A Hive table in the Spark catalog (what a Glue crawler makes: delimited text with a
+    header line, partitioned by dt; Parquet) is read as its files with the table's columns and
+    types, and bookmarked: the second run reads only the files added since."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    lake = tmp_path / "lake"
+    (lake / "orders" / "dt=2024-01-01").mkdir(parents=True)
+    (lake / "orders" / "dt=2024-01-01" / "a.csv").write_text("id,name\n1,ann\n2,bob\n")
+    (lake / "events").mkdir(parents=True)
+    pq.write_table(pa.table({"id": [10], "kind": ["click"]}), lake / "events" / "e1.parquet")
+    conf = tmp_path / "conf"
+    conf.mkdir()
+    (conf / "spark-defaults.conf").write_text(
+        "spark.sql.catalogImplementation hive\n"
+        f"spark.sql.warehouse.dir {tmp_path / 'wh'}\n"
+        "spark.hadoop.javax.jdo.option.ConnectionURL "
+        f"jdbc:derby:;databaseName={tmp_path / 'metastore'};create=true\n")
+    env = {"SPARKMARK_STATE": f"sqlite:///{tmp_path / 'state.db'}", "SPARK_CONF_DIR": str(conf)}
+    proc = run_script("crawler_hive_tables.py", ["--JOB_NAME", "crawled", "--job-bookmark-option",
+                                                 "job-bookmark-enable", "--lake", str(lake)],
+                      tmp_path, **env)
+    ok(proc)
+    first, second, refused = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert first["orders"] == [[1, "ann", "2024-01-01"], [2, "bob", "2024-01-01"]]
+    assert first["orders_types"] == [["id", "bigint"], ["name", "string"], ["dt", "string"]]
+    assert first["events"] == [[10, "click"]]
+    assert second["orders"] == [[3, "cy", "2024-01-02"]]
+    assert second["events"] == [[11, "view"]]
+    assert "is a Hive table in the Spark catalog" in refused and "MSCK REPAIR" in refused
+    assert len(list((lake / "events").glob("*.parquet"))) == 2  # nothing written

@@ -317,6 +317,14 @@ def _spark_table(spark: "SparkSession", database: str, table: str) -> CatalogTab
         return CatalogTable(name=name, kind="files", source="the Spark catalog",
                             paths=(location,), format=provider,
                             format_options=_storage_properties(info.get("Storage Properties")))
+    hive = hive_files(info) if provider == "hive" and location else None
+    if hive is not None:  # e.g. a Glue crawler's table: bookmarked as its files
+        fmt, options = hive
+        columns = tuple((str(c.name), str(c.dataType))
+                        for c in spark.catalog.listColumns(qualified))
+        return CatalogTable(name=name, kind="files", source="the Spark catalog",
+                            paths=(str(location),), format=fmt, format_options=options,
+                            columns=columns, detail=HIVE_TABLE)
     if provider == "iceberg":
         plain = all(_PLAIN.fullmatch(x) for x in (database, table))
         return CatalogTable(name=name, kind="iceberg", source="the Spark catalog",
@@ -325,6 +333,50 @@ def _spark_table(spark: "SparkSession", database: str, table: str) -> CatalogTab
     detail = "a view" if kind_type == "VIEW" else f"a {provider or kind_type.lower()} table"
     return CatalogTable(name=name, kind="spark", source="the Spark catalog", table=qualified,
                         detail=detail)
+
+
+#: ``CatalogTable.detail`` of a Hive table read as its files
+HIVE_TABLE = "a Hive table"
+
+
+def hive_files(info: Mapping[str, Any]) -> tuple[str, dict[str, str]] | None:
+    """The file format and Spark reader options of a Hive table (a Glue crawler's, say) from
+    ``DESCRIBE TABLE EXTENDED``'s ``Serde Library``, ``InputFormat``, ``Storage Properties``
+    and ``Table Properties``; None for a SerDe sparkmark cannot read as files.  Delimited text
+    (``LazySimpleSerDe``) is CSV with the table's delimiter and no quoting; ``OpenCSVSerde`` is
+    CSV with its separator, quote and escape; ``skip.header.line.count=1`` is a header line.
+
+    >>> hive_files({"Serde Library": "org.apache.hadoop.hive.serde2.lazy.LazySimpleSerDe",
+    ...             "InputFormat": "org.apache.hadoop.mapred.TextInputFormat",
+    ...             "Storage Properties": "[serialization.format=,, field.delim=,]",
+    ...             "Table Properties": "[skip.header.line.count=1]"})
+    ('csv', {'sep': ',', 'quote': '', 'header': 'true'})
+    >>> hive_files({"Serde Library": "org.openx.data.jsonserde.JsonSerDe"})
+    ('json', {})
+    >>> hive_files({"Serde Library": "com.example.MySerDe"}) is None
+    True
+    """
+    serde = str(info.get("Serde Library") or "").lower()
+    input_format = str(info.get("InputFormat") or "").lower()
+    storage = _storage_properties(info.get("Storage Properties"))
+    table_props = _storage_properties(info.get("Table Properties"))
+    header = {"header": "true"} if table_props.get("skip.header.line.count") == "1" else {}
+    for word in ("parquet", "orc", "avro"):
+        if word in serde or word in input_format:
+            return word, {}
+    if "jsonserde" in serde:
+        return "json", {}
+    if serde.endswith(".opencsvserde"):
+        opts = {"sep": storage.get("separatorChar", ","), "quote": storage.get("quoteChar", '"'),
+                "escape": storage.get("escapeChar", "\\")}
+        return "csv", {**opts, **header}
+    if serde.endswith(".lazysimpleserde") and "textinputformat" in input_format:
+        sep = storage.get("field.delim") or storage.get("serialization.format") or "\x01"
+        opts = {"sep": "\x01" if sep == "1" else sep, "quote": ""}
+        if storage.get("escape.delim"):
+            opts["escape"] = storage["escape.delim"]
+        return "csv", {**opts, **header}
+    return None
 
 
 def _storage_properties(text: Any) -> dict[str, str]:

@@ -179,6 +179,14 @@ class DynamicFrameWriter:
         spark = self._glue.spark_session
         table = _catalog.lookup(spark, database, table_name)
         ctx = ctx_of(transformation_ctx)
+        if table.detail == _catalog.HIVE_TABLE:
+            raise ConfigError(
+                f"{call}: table {table.name} is a Hive table in the Spark catalog: sparkmark "
+                "reads it as its files, but files written there would not be in its metastore "
+                "(new partitions must be registered); write to its location with "
+                "write_dynamic_frame.from_options(connection_type='s3', connection_options="
+                f"{{'path': '{table.paths[0]}'}}, format='{table.format}') and then run MSCK "
+                "REPAIR TABLE, or make it an Iceberg table")
         if table.kind == "files":
             if len(table.paths) != 1:
                 raise ConfigError(f"{call}: table {table.name} has several paths; a target "
