@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 import weakref
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from sparkmark.core.errors import SourceError, SparkmarkError
 
@@ -117,6 +117,20 @@ def is_connect(spark: Any) -> bool:
     except Exception:  # noqa: BLE001 - the Connect client's packages are not installed
         pass
     return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
+def spark_conf_getter(spark: Any) -> "Callable[[str], str | None]":
+    """A function that reads one conf key of ``spark`` (classic or Connect): its value, or
+    None when it is not set (or there is no session).  It asks only when called.
+
+    Example: ``open_store(None, conf=compat.spark_conf_getter(spark))``.
+    """
+    def get(key: str) -> str | None:
+        if spark is None:
+            return None
+        value = spark.conf.get(key, None)
+        return None if value is None else str(value)
+    return get
 
 
 def check_supported(spark: "SparkSession | None" = None) -> tuple[int, int]:

@@ -1,6 +1,6 @@
 """``Job``: the lifecycle of one bookmarked run — init, read, write, commit (or fail).
 
-    job = Job(spark)                       # state: SQLAlchemy URL, env SPARKMARK_STATE, or default
+    job = Job(spark)       # state: URL, env SPARKMARK_STATE, conf spark.sparkmark.state, or default
     job.init("orders", args)               # Glue-style args: dict or argv list
     df = job.read.files("data/in", format="json", transformation_ctx="src")
     job.write(df, "data/out", format="parquet", transformation_ctx="sink")
@@ -139,7 +139,8 @@ class Job:
             compat.check_supported(spark)  # Spark 3.5.x or 4.x, else one clear error
             quick_acks(spark)  # py4j answers over 8 KB without a 40 ms delayed-ACK stall
         self._spark = spark
-        self.store: StateStore = state if isinstance(state, StateStore) else open_store(state)
+        self.store: StateStore = (state if isinstance(state, StateStore) else
+                                  open_store(state, conf=compat.spark_conf_getter(spark)))
         self.clock: Clock = clock or system_clock
         self.lease_ms = lease_ms or DEFAULT_LEASE_MS
         try:
