@@ -1,6 +1,6 @@
 """Which Spark this is and what it can do: the one place in sparkmark that checks versions.
 
-sparkmark supports Spark 3.5.x (AWS Glue 5, EMR 7, Databricks 15.x LTS) and 4.x (SPEC §11).
+sparkmark supports Spark 3.5.x (AWS Glue 5, EMR 7, Databricks 15.x LTS) and 4.x.
 The rest of the code asks this module instead of comparing version strings itself::
 
     from sparkmark.engine import compat
@@ -74,7 +74,7 @@ def spark_version(spark: "SparkSession | None" = None) -> tuple[int, int]:
 
 
 #: session -> its Spark version: a session's version never changes, and asking costs a py4j
-#: round trip (or a Connect request) on every Job() (issue 26)
+#: round trip (or a Connect request) on every Job()
 _VERSIONS: "weakref.WeakKeyDictionary[Any, str]" = weakref.WeakKeyDictionary()
 
 

@@ -66,7 +66,7 @@ __all__ = ["FILE_FORMATS", "LAYER_RANK", "MODULE_FORMATS", "OUTPUT_CTX", "PIPELI
 
 # ---------------------------------------------------------------------- the pipeline
 class Pipeline:
-    """A named set of modules run together under one snapshot (SPEC §8).
+    """A named set of modules run together under one snapshot.
 
     Example::
 
