@@ -418,12 +418,17 @@ def test_spark_submit_runs_a_local_uri_script_whose_driver_reads_the_store_from_
                          state={state!r}, launcher="spark-submit", spark_submit={str(submit)!r},
                          spark_submit_args=["--master", "local[1]", "--verbose"],
                          env={{"SPARK_HOME": {spark_home!r}, "PYSPARK_PYTHON": {sys.executable!r}}},
-                         job_args={{"--input": {str(inp)!r}, "--output": {str(out)!r}}})
+                         job_args={{"--input": {str(inp)!r}, "--output": {str(out)!r},
+                                    "--hr": "jdbc:postgresql://hr/db?user=etl&password=Pw-arg-77"}})
     '''
     res = run_dag(airflow_env, tasks)
     assert res["state"] == "success", res["log"][-3000:]
     [row] = res["tasks"]["run"]["xcom"]
     assert row["status"] == "SUCCEEDED" and row["records_written"] == 2
+    # the command line the task log shows has job arguments' passwords masked (spark-submit's
+    # own --verbose echo of the application's arguments is Spark's, not the operator's)
+    [running] = [line for line in res["log"].splitlines() if "sparkmark: running" in line]
+    assert "password=***" in running and "Pw-arg-77" not in running
     assert [r["run_id"] for r in ledger_rows(pg_url, job="orders")] == [row["run_id"]]
     assert "local://" + str(script) in res["log"]  # the command line, as spark-submit got it
     assert "spark.sparkmark.state.password" in res["log"]  # --verbose lists it, masked

@@ -295,15 +295,16 @@ class SparkmarkJobOperator(_RunsChild):
     def execute(self, context: Any) -> list[dict[str, Any]]:
         url = _state(self.state, self.state_conn_id)
         self.argv()  # bad input fails here, before anything starts
+        env = {**os.environ, **{str(k): str(v) for k, v in self.env.items()}}
+        conf_url = url or env.get("SPARKMARK_STATE")
+        text = (spark_submit_properties(conf_url, self.spark_submit_args, env)
+                if self.launcher == "spark-submit" and conf_url else None)
         store = _store(url)
         started = int(time.time() * 1000)
         with tempfile.TemporaryDirectory(prefix="sparkmark-submit-") as tmp:
             props = None
-            conf_url = url or {**os.environ, **self.env}.get("SPARKMARK_STATE")
-            if self.launcher == "spark-submit" and conf_url:
+            if text is not None:  # readable by this user only; deleted when the child ends
                 props = os.path.join(tmp, "sparkmark.properties")
-                text = spark_submit_properties(conf_url, self.spark_submit_args,
-                                               {**os.environ, **self.env})
                 fd = os.open(props, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
                 with os.fdopen(fd, "w", encoding="utf-8") as f:
                     f.write(text)
