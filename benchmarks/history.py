@@ -1,4 +1,4 @@
-"""Benchmark: a run's state-store cost does not grow with the ledger (issue 26; not a test).
+"""Benchmark: a run's state-store cost does not grow with the ledger (not a test).
 
 A store that has run a job every five minutes for a year holds ~100,000 ledger rows.  For each
 history size H (rows of this job, as many again of other jobs writing other targets; synthetic

@@ -1,4 +1,4 @@
-"""Benchmark: Iceberg tables with sparkmark against plain Spark (issue 22; not a test).
+"""Benchmark: Iceberg tables with sparkmark against plain Spark (not a test).
 
     PYTHONPATH=src .venv35/bin/python benchmarks/iceberg.py     # 1,000,000 rows, 1% new, 7 trials
     PYTHONPATH=src .venv35/bin/python benchmarks/iceberg.py --rows 100000 \\

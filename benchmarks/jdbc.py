@@ -1,4 +1,4 @@
-"""Benchmark: incremental JDBC reads stay cheap as the table grows (SPEC §4).
+"""Benchmark: incremental JDBC reads stay cheap as the table grows.
 
 On a throwaway real PostgreSQL server, for each table size N (rows loaded with generate_series on
 the server, not through Spark) it measures:
@@ -8,7 +8,7 @@ the server, not through Spark) it measures:
 - incremental: an enabled run after K new rows were inserted (upper-bound query, ranged read of
   the K rows, commit to the state store) — the median of ``--repeats`` runs.
 
-- peer (issue 26): the same K rows read by plain Spark with the same predicate
+- peer: the same K rows read by plain Spark with the same predicate
   (``id > a AND id <= b``), the same partitions and the same noop sink, against a whole
   sparkmark run (``Job.init``, the upper-bound query, the ranged read, ``commit``); the two are
   measured alternately (each first in every other trial), ``--peer-trials`` each (201: a single

@@ -2,7 +2,7 @@
 
     python benchmarks/lifecycle.py [--runs 50]
 
-Goals (issue 2): <= 50 ms on SQLite, <= 100 ms on PostgreSQL.  Prints a table and writes
+Goals: <= 50 ms on SQLite, <= 100 ms on PostgreSQL.  Prints a table and writes
 benchmarks/results/lifecycle.json.  The peer is Glue's own bookmark service, which cannot run
 here; we report absolute figures against the goals instead.
 """

@@ -10,7 +10,7 @@ RSS is that scenario's alone):
 
 The read of the selected files by Spark is not included in these rows (the incremental read is
 the P1 benchmark's, benchmarks/files.py).  The first run *as a whole* is compared with plain
-Spark (issue 26) in ``first_run_vs_plain``: per layout, in one subprocess, alternating,
+Spark in ``first_run_vs_plain``: per layout, in one subprocess, alternating,
 ``--first-runs`` trials (best and median) of (a) a whole sparkmark first run (``Job.init``, the
 listing, ``job.read.files`` with a schema and ``mode=PERMISSIVE``, a ``noop`` write, the commit
 with its check of every file read and its per-file audit rows, on a SQLite store) and (b) plain

@@ -6,7 +6,7 @@ Seeds a SQLite state store with N module runs (8 modules of one pipeline, every 
 the page with ``sparkmark.ops.report_html.write_html_report`` and opens it in headless chromium
 (Debian's ``chromium``) ``--repeat`` times.  "ready" is the page's own ``performance.now()``
 (from navigation start) once every chart and the table are drawn; "chromium" is the whole
-browser process, start-up included.  Goal (issue 12): < 2 s to open and < 5 MB at 10,000 rows.
+browser process, start-up included.  Goal: < 2 s to open and < 5 MB at 10,000 rows.
 Prints a table and writes benchmarks/results/report_html.json.
 """
 from __future__ import annotations

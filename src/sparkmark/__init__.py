@@ -2,7 +2,7 @@
 
     from sparkmark import Job, Pipeline
 
-See README.md and the product contract (SPEC) for the guarantees.
+See README.md for the guarantees.
 
 The package follows the data's way (list -> plan -> read -> write -> commit), lowest layer first:
 
@@ -58,7 +58,7 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(name)
 
 
-# Where the modules of the flat layout live now: the contract (SPEC) and users' code name some of
+# Where the modules of the flat layout live now: the documentation and users' code name some of
 # them (``sparkmark.run``, ``sparkmark.status``, ``sparkmark.listing_progress.watch_listing``)
 MOVED = {
     "errors": "core.errors", "status": "core.status", "clock": "core.clock",

@@ -7,7 +7,7 @@ and the Glue layer.
 """
 from __future__ import annotations
 
-#: formats ``job.read.files`` reads (SPEC §2)
+#: formats ``job.read.files`` reads
 READ_FORMATS: tuple[str, ...] = ("json", "csv", "parquet", "orc", "avro", "xml", "text")
 #: formats whose records are parsed from text (read with ``mode=FAILFAST`` unless told otherwise)
 PARSED_FORMATS: tuple[str, ...] = ("json", "csv", "xml")

@@ -15,7 +15,7 @@ from enum import Enum
 
 
 class RunStatus(str, Enum):
-    """How a run ended (SPEC §1), or ``RUNNING`` while it holds the job's lease.
+    """How a run ended, or ``RUNNING`` while it holds the job's lease.
 
     Example::
 

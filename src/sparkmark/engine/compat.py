@@ -1,6 +1,6 @@
 """Which Spark this is and what it can do: the one place in sparkmark that checks versions.
 
-sparkmark supports Spark 3.5.x (AWS Glue 5, EMR 7, Databricks 15.x LTS) and 4.x (SPEC §11).
+sparkmark supports Spark 3.5.x (AWS Glue 5, EMR 7, Databricks 15.x LTS) and 4.x.
 The rest of the code asks this module instead of comparing version strings itself::
 
     from sparkmark.engine import compat
@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 import weakref
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from sparkmark.core.errors import SourceError, SparkmarkError
 
@@ -74,7 +74,7 @@ def spark_version(spark: "SparkSession | None" = None) -> tuple[int, int]:
 
 
 #: session -> its Spark version: a session's version never changes, and asking costs a py4j
-#: round trip (or a Connect request) on every Job() (issue 26)
+#: round trip (or a Connect request) on every Job()
 _VERSIONS: "weakref.WeakKeyDictionary[Any, str]" = weakref.WeakKeyDictionary()
 
 
@@ -117,6 +117,20 @@ def is_connect(spark: Any) -> bool:
     except Exception:  # noqa: BLE001 - the Connect client's packages are not installed
         pass
     return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
+def spark_conf_getter(spark: Any) -> "Callable[[str], str | None]":
+    """A function that reads one conf key of ``spark`` (classic or Connect): its value, or
+    None when it is not set (or there is no session).  It asks only when called.
+
+    Example: ``open_store(None, conf=compat.spark_conf_getter(spark))``.
+    """
+    def get(key: str) -> str | None:
+        if spark is None:
+            return None
+        value = spark.conf.get(key, None)
+        return None if value is None else str(value)
+    return get
 
 
 def check_supported(spark: "SparkSession | None" = None) -> tuple[int, int]:

@@ -167,7 +167,7 @@ def java_class(spark: Any, name: str) -> Any:
 
     ``spark._jvm.java.lang.Thread`` asks the JVM once per name segment whether it is a package
     or a class (four py4j round trips before the call itself); naming the class directly
-    skips those (issue 26: a JDBC run made ~20 such lookups).
+    skips those (a JDBC run made ~20 such lookups).
 
     Example: ``java_class(spark, "java.util.Properties")()``
     """

@@ -2,7 +2,7 @@
 
 The table source and sink need the current snapshot and the snapshot list (parent links and
 summaries).  The ``snapshots``/``history`` metadata tables give them through Spark, one Spark
-job per query (a tenth of a second to a second a run, issue 22's benchmark).  Here the table's
+job per query (a tenth of a second to a second a run in the Iceberg benchmark).  Here the table's
 metadata is refreshed and read as one JSON document (Iceberg's ``TableMetadataParser``): no
 Spark job.  :func:`load` returns ``None`` where that is not at hand (Spark Connect, a name with
 a branch, tag or time-travel suffix, a table that is not Iceberg, any error); callers then ask

@@ -15,9 +15,11 @@
   and pipeline ``rollback`` for backfills (``dry_run`` shows what would happen).
 
 The state store is ``state=`` (a SQLAlchemy URL), or an Airflow connection ``state_conn_id``
-(postgres, mysql or sqlite; or any type whose extra holds ``{"url": "..."}``), else
-sparkmark's default (env ``SPARKMARK_STATE``). Jobs run in a child process that gets the store
-through ``SPARKMARK_STATE``, never on its command line.
+(postgres or sqlite; or any type whose extra holds ``{"url": "..."}``), else sparkmark's default
+(env ``SPARKMARK_STATE``). Jobs run in a child process that gets the store through
+``SPARKMARK_STATE``, never on its command line; a ``spark-submit`` launch also gets it as the
+Spark conf ``spark.sparkmark.state`` (and ``spark.sparkmark.state.password``) in a properties
+file only the worker's user can read, so that a cluster-mode driver finds it too.
 
 Example DAG::
 
@@ -43,6 +45,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from datetime import timedelta
 from pathlib import Path
@@ -52,19 +55,24 @@ from airflow.sdk import BaseHook, BaseOperator, BaseOperatorLink, BaseSensorOper
 from airflow.sdk.exceptions import AirflowException, AirflowSkipException
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
+from sparkmark.core.secrets import mask_url
 from sparkmark.state.ledger import run_summary
+from sparkmark.integrations.spark_submit import (script_location, spark_submit_properties,
+                                                 split_properties_file)
 from sparkmark.state import StateStore, open_store
 
 FAILED, SKIPPED, EMPTY = "FAILED", "SKIPPED", "EMPTY"
 RUN_PAGE_KEY = "sparkmark_run_page"   # the XCom the run-page link reads
 _TAIL = 30                            # lines of the child's output kept for the error text
 _BOOKMARK_OPTIONS = ("job-bookmark-enable", "job-bookmark-disable", "job-bookmark-pause")
+_STATE_TYPES = "postgres or sqlite"
 
 
 def state_url_from_connection(conn_id: str) -> str:
     """The state store URL an Airflow connection names: its extra's ``url``, else built from
-    its type (``postgres`` → ``postgresql+psycopg``, ``mysql`` → ``mysql+pymysql``, ``sqlite``
-    → ``sqlite:///<host>``), login, password, host, port and schema.
+    its type (``postgres`` → ``postgresql+psycopg``, ``sqlite`` → ``sqlite:///<host>``),
+    login, password, host, port and schema. The store is SQLite or PostgreSQL: any other type
+    (``mysql`` included) without an extra ``url`` is refused with one error.
 
     Example: ``state_url_from_connection("sparkmark_state")``
     """
@@ -77,13 +85,14 @@ def state_url_from_connection(conn_id: str) -> str:
     kind = (conn.conn_type or "").lower()
     if kind == "sqlite":
         return f"sqlite:///{conn.host}"
-    drivers = {"postgres": "postgresql+psycopg", "postgresql": "postgresql+psycopg",
-               "mysql": "mysql+pymysql"}
+    drivers = {"postgres": "postgresql+psycopg", "postgresql": "postgresql+psycopg"}
     if kind not in drivers:
+        also = (" (MySQL and MariaDB work as JDBC sources and targets, not as the state store)"
+                if kind in ("mysql", "mariadb") else "")
         raise AirflowException(
-            f"connection {conn_id!r} has type {conn.conn_type!r}; a sparkmark state store is a "
-            "postgres, mysql or sqlite connection, or any connection whose extra holds "
-            '{"url": "<SQLAlchemy URL>"}')
+            f"connection {conn_id!r} has type {conn.conn_type!r}: the sparkmark state store is "
+            f"SQLite or PostgreSQL{also}; use a {_STATE_TYPES} connection, or any connection "
+            'whose extra holds {"url": "<SQLAlchemy URL>"}')
     url = URL.create(drivers[kind], username=conn.login or None,
                      password=conn.password or None, host=conn.host or None,
                      port=conn.port or None, database=conn.schema or None)
@@ -148,7 +157,7 @@ class _RunsChild(BaseOperator):
             env["SPARKMARK_STATE"] = state_url
         env.setdefault("PYTHONUNBUFFERED", "1")
         tail: collections.deque[str] = collections.deque(maxlen=_TAIL)
-        self.log.info("sparkmark: running %s", " ".join(argv))
+        self.log.info("sparkmark: running %s", mask_url(" ".join(argv)))
         with subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                               text=True, errors="replace") as proc:
             assert proc.stdout is not None
@@ -207,7 +216,11 @@ class SparkmarkJobOperator(_RunsChild):
 
     The script is started as ``python SCRIPT --JOB_NAME NAME --job-bookmark-option OPTION
     [--job-bookmark-from R --job-bookmark-to R] JOB_ARGS...`` (``launcher="spark-submit"``:
-    ``spark-submit SPARK_SUBMIT_ARGS... SCRIPT ...``). Its ledger rows (the runs of
+    ``spark-submit SPARK_SUBMIT_ARGS... --properties-file F SCRIPT ...``, F holding the state
+    store as the Spark conf ``spark.sparkmark.state``: see :func:`spark_submit_properties`).
+    A script on this worker must exist; with spark-submit it may also be ``local:///path`` (on
+    every node) or a remote URI (``s3://``, ``s3a://``, ``hdfs://``...), passed on unchanged
+    (:func:`script_location`). Its ledger rows (the runs of
     ``job_name`` this process made) are the return value: a list of dicts
     (:func:`sparkmark.state.ledger.run_summary`). FAILED → the task fails (the rows are still pushed
     under the XCom key ``sparkmark_runs``); EMPTY with ``skip_on_empty`` → skipped.
@@ -243,8 +256,10 @@ class SparkmarkJobOperator(_RunsChild):
         self.launcher, self.spark_submit = launcher, spark_submit
         self.spark_submit_args = list(spark_submit_args)
 
-    def argv(self) -> list[str]:
-        """The command line the job runs with (after templates are rendered).
+    def argv(self, properties_file: str | None = None) -> list[str]:
+        """The command line the job runs with (after templates are rendered);
+        ``properties_file`` (spark-submit only) replaces any ``--properties-file`` of
+        ``spark_submit_args``.
 
         Example: ``op.argv()[-4:] == ["--job-bookmark-option", "job-bookmark-enable", ...]``
         """
@@ -254,22 +269,46 @@ class SparkmarkJobOperator(_RunsChild):
         if (self.bookmark_from is None) != (self.bookmark_to is None):
             raise AirflowException("give both bookmark_from and bookmark_to (a pause replay), "
                                    "or neither")
-        if not Path(self.script).is_file():
-            raise AirflowException(f"job script {self.script!r} does not exist on this worker")
+        where, path = script_location(self.script)
+        if where == "remote" and self.launcher == "python":
+            raise AirflowException(
+                f"job script {self.script!r} is not on this worker: give launcher="
+                "'spark-submit' (which fetches it), or a path on this worker")
+        if where == "local" or (where == "node" and self.launcher == "python"):
+            if not Path(path).is_file():
+                raise AirflowException(f"job script {self.script!r} does not exist on this "
+                                       "worker")
+        script = path if self.launcher == "python" else self.script
         glue = ["--JOB_NAME", self.job_name, "--job-bookmark-option", self.bookmark_option]
         if self.bookmark_from is not None:
             glue += ["--job-bookmark-from", str(self.bookmark_from),
                      "--job-bookmark-to", str(self.bookmark_to)]
-        head = ([self.python or sys.executable] if self.launcher == "python"
-                else [self.spark_submit, *self.spark_submit_args])
-        return [*head, self.script, *glue, *_glue_args(self.job_args)]
+        if self.launcher == "python":
+            head = [self.python or sys.executable]
+        elif properties_file is None:
+            head = [self.spark_submit, *self.spark_submit_args]
+        else:
+            rest, _ = split_properties_file(self.spark_submit_args)
+            head = [self.spark_submit, *rest, "--properties-file", properties_file]
+        return [*head, script, *glue, *_glue_args(self.job_args)]
 
     def execute(self, context: Any) -> list[dict[str, Any]]:
         url = _state(self.state, self.state_conn_id)
-        argv = self.argv()
+        self.argv()  # bad input fails here, before anything starts
+        env = {**os.environ, **{str(k): str(v) for k, v in self.env.items()}}
+        conf_url = url or env.get("SPARKMARK_STATE")
+        text = (spark_submit_properties(conf_url, self.spark_submit_args, env)
+                if self.launcher == "spark-submit" and conf_url else None)
         store = _store(url)
         started = int(time.time() * 1000)
-        rc, pid, tail = self._run_child(argv, url)
+        with tempfile.TemporaryDirectory(prefix="sparkmark-submit-") as tmp:
+            props = None
+            if text is not None:  # readable by this user only; deleted when the child ends
+                props = os.path.join(tmp, "sparkmark.properties")
+                fd = os.open(props, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+                with os.fdopen(fd, "w", encoding="utf-8") as f:
+                    f.write(text)
+            rc, pid, tail = self._run_child(self.argv(props), url)
         rows = self._rows(store, started, pid if self.launcher == "python" else None,
                           job_name=self.job_name)
         return self._finish(context, store, rows, rc, tail, f"sparkmark job {self.job_name!r}",

@@ -1,4 +1,4 @@
-"""sparkmark inside Dagster (``pip install 'sparkmark[dagster]'``; SPEC §13).
+"""sparkmark inside Dagster (``pip install 'sparkmark[dagster]'``).
 
 - :class:`SparkmarkResource`: the state store as a Dagster resource (ledger rows, bookmarks);
 - :func:`ledger_metadata`: a ledger row as Dagster metadata (run, status, counts, windows,

@@ -1,6 +1,6 @@
 """``Job``: the lifecycle of one bookmarked run — init, read, write, commit (or fail).
 
-    job = Job(spark)                       # state: SQLAlchemy URL, env SPARKMARK_STATE, or default
+    job = Job(spark)       # state: URL, env SPARKMARK_STATE, conf spark.sparkmark.state, or default
     job.init("orders", args)               # Glue-style args: dict or argv list
     df = job.read.files("data/in", format="json", transformation_ctx="src")
     job.write(df, "data/out", format="parquet", transformation_ctx="sink")
@@ -79,7 +79,7 @@ class JobReader:
     def files(self, path: str | Sequence[str], format: str = "json",
               transformation_ctx: str | None = None,
               options: Mapping[str, Any] | None = None) -> "DataFrame":
-        """Files under ``path`` that are new since the last committed run (SPEC §3).
+        """Files under ``path`` that are new since the last committed run.
 
         Example: ``job.read.files("in/", format="csv", transformation_ctx="src",
         options={"header": True, "maxBand": 600000})``
@@ -92,7 +92,7 @@ class JobReader:
              bookmark_keys: Sequence[str] | None = None, sort_order: str = "asc",
              properties: Mapping[str, Any] | None = None,
              options: Mapping[str, Any] | None = None) -> "DataFrame":
-        """Rows of a database table whose bookmark key is past the last committed one (SPEC §4).
+        """Rows of a database table whose bookmark key is past the last committed one.
 
         Example: ``job.read.jdbc(url, table="emp", transformation_ctx="emp_src",
         bookmark_keys=["empno"], properties={"user": "etl", "password": pw})``
@@ -104,8 +104,8 @@ class JobReader:
 
     def table(self, name: str, transformation_ctx: str | None = None,
               options: Mapping[str, Any] | None = None) -> "DataFrame":
-        """Rows of an Apache Iceberg table appended since the last processed snapshot
-        (SPEC §12); ``options``: ``onNonAppend`` (``fail``, ``skip`` or ``changes``: change rows
+        """Rows of an Apache Iceberg table appended since the last processed snapshot;
+        ``options``: ``onNonAppend`` (``fail``, ``skip`` or ``changes``: change rows
         with ``_change_type``) and Iceberg read options.
 
         Example: ``job.read.table("local.db.orders", transformation_ctx="orders_src",
@@ -139,7 +139,8 @@ class Job:
             compat.check_supported(spark)  # Spark 3.5.x or 4.x, else one clear error
             quick_acks(spark)  # py4j answers over 8 KB without a 40 ms delayed-ACK stall
         self._spark = spark
-        self.store: StateStore = state if isinstance(state, StateStore) else open_store(state)
+        self.store: StateStore = (state if isinstance(state, StateStore) else
+                                  open_store(state, conf=compat.spark_conf_getter(spark)))
         self.clock: Clock = clock or system_clock
         self.lease_ms = lease_ms or DEFAULT_LEASE_MS
         try:
@@ -533,7 +534,7 @@ class Job:
               transformation_ctx: str | None = None, partition_by: Sequence[str] | None = None,
               mode: str = "append", options: Mapping[str, Any] | None = None,
               stamp: bool = True) -> int:
-        """Write ``df`` to ``target`` exactly once (SPEC §5); returns the rows written.
+        """Write ``df`` to ``target`` exactly once; returns the rows written.
 
         ``stamp=False`` leaves out the ``sm_run_id``/``sm_snapshot_ts`` columns (the files are
         still named ``sm-<run_id>-...``, which is what publish and rollback go by).
@@ -556,7 +557,7 @@ class Job:
     def write_jdbc(self, df: "DataFrame", url: str, table: str,
                    properties: Mapping[str, Any] | None = None,
                    transformation_ctx: str | None = None, stamp: bool = True) -> int:
-        """Append ``df`` to a database table exactly once (SPEC §5); returns the rows written.
+        """Append ``df`` to a database table exactly once; returns the rows written.
 
         ``stamp=False``: the target gets only ``df``'s columns (the staging table keeps the run
         id, so publishing stays exactly once; such a run cannot be rolled back by run id).
@@ -749,7 +750,7 @@ class Job:
 #: a source that read this many files or more has its audit rows written ahead of the commit,
 #: by a thread, while Spark builds its read (:meth:`StateStore.stage_files
 #: <sparkmark.state.StateStore.stage_files>`): a first run over 1,000,000 files spent 6 of its
-#: 8 s of commit inserting them (issue 26); smaller reads go in the commit's own transaction
+#: 8 s of commit inserting them; smaller reads go in the commit's own transaction
 EARLY_AUDIT_FILES = 100_000
 
 

@@ -1,5 +1,5 @@
 """Moving a bookmark on purpose (``sparkmark bookmark set``) and releasing a stuck run
-(``sparkmark bookmark release``) — SPEC §7. Called through :class:`sparkmark.Bookmarks`::
+(``sparkmark bookmark release``). Called through :class:`sparkmark.Bookmarks`::
 
     bm.set("orders", "src", after="2024-05-01T00:00:00Z")      # files: start after a time
     bm.set("orders", "src", processed=["s3a://b/in/bad.json"])  # files: skip these files

@@ -46,7 +46,7 @@ def path_pattern(glob: str) -> str:
 
 
 class Bookmarks:
-    """Bookmark administration: the Python side of ``sparkmark bookmark ...`` (SPEC §7).
+    """Bookmark administration: the Python side of ``sparkmark bookmark ...``.
 
     Example::
 

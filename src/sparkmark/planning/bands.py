@@ -1,4 +1,4 @@
-"""The band algorithm for file sources (SPEC §3), as pure functions over plain data.
+"""The band algorithm for file sources, as pure functions over plain data.
 
 This is AWS Glue's "Tracking Files Using Modification Timestamps": a run that lists its input at
 time ``T`` reads the files with ``low < mtime <= T`` that it has not read before, where ``low`` is

@@ -1,4 +1,4 @@
-"""A listing's files held as columns: a ``Sequence[FileEntry]`` at ~40 bytes a file (issue 26).
+"""A listing's files held as columns: a ``Sequence[FileEntry]`` at ~40 bytes a file.
 
 A listing of a million files kept as :class:`FileEntry` tuples costs ~200 bytes a file in
 Python (the tuple, its path string, its mtime int), before any plan is made.
@@ -459,7 +459,7 @@ class FileColumns(Sequence[FileEntry]):
 
     def joined(self, lo: int = 0, hi: int | None = None) -> str:
         """``"\\0".join(self.paths(lo, hi))``, made from the chunks' strings where it can
-        (no string per path; the listing fingerprint's text, issue 26).
+        (no string per path; the listing fingerprint's text).
 
         >>> FileColumns.of([FileEntry(1, "x/a"), FileEntry(2, "x/b")]).joined() == "x/a\\0x/b"
         True

@@ -1,4 +1,4 @@
-"""Key-range planning for bookmarked JDBC sources (SPEC §4) — pure: no Spark, no database.
+"""Key-range planning for bookmarked JDBC sources — pure: no Spark, no database.
 
 A JDBC bookmark is one compound key ``(k1, ..., kn)`` compared lexicographically in a sort order
 (``asc``: new rows have larger keys; ``desc``: smaller).  A run reads the rows strictly *after* the

@@ -1,4 +1,4 @@
-"""Late files (SPEC §3): files that the band rule will never select, found with bounded state.
+"""Late files: files that the band rule will never select, found with bounded state.
 
 A *late file* is one whose mtime is at or below the previous run's ``low`` (so
 :func:`~sparkmark.planning.bands.plan_band` skips it), which no earlier run of this context read,
@@ -63,7 +63,7 @@ def path_keys(entries: Sequence[FileEntry]) -> "array[int]":
     """The 64-bit path hash of each entry (:func:`~sparkmark.planning.bands.path_hash` as a
     number: the SHA-1 digest's first 8 bytes), in an ``array("Q")``.  A first run computes them
     once for its whole listing: its sketch keys (:func:`keys_of` with ``hashes``) and its audit
-    rows both need them, and the digest is most of what either costs (issue 26).
+    rows both need them, and the digest is most of what either costs.
 
     >>> from sparkmark.planning.bands import path_hash
     >>> [f"{k:016x}" for k in path_keys([FileEntry(5, "file:/a")])] == [path_hash("file:/a")]
@@ -99,7 +99,7 @@ def keys_of(entries: Iterable[FileEntry],
     the two calls, which matters for the settled region's digest of every full listing.
 
     The keys come as 64-bit unsigned integers in an ``array("Q")``: 8 bytes a key where a list
-    of Python ints takes ~48 (issue 26: a first run's sketch keys of a million files were
+    of Python ints takes ~48 (as a list, a first run's sketch keys of a million files were
     ~45 MB of the driver's peak), built :data:`_KEYS_CHUNK` at a time.
 
     ``hashes``: the entries' :func:`path_keys`, when the caller has them (no digest then).
@@ -401,7 +401,7 @@ def _unchanged_settled(listing: FileColumns, previous_low: int, new_low: int,
     (``mtime <= previous_low``) have the fingerprint ``order``; then the files settling now
     (``previous_low < mtime <= new_low``) and the fingerprint of every file up to ``new_low``.
 
-    Both regions are cut from the listing's mtime column as views (issue 26: filtering the
+    Both regions are cut from the listing's mtime column as views (filtering the
     entries twice and making each fingerprint from entries again was ~48 ms of an incremental
     run over 100,000 files).
 

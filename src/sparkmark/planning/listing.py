@@ -1,4 +1,4 @@
-"""Which directories a run lists (SPEC §3 "incremental listing"), as pure functions.
+"""Which directories a run lists (incremental listing), as pure functions.
 
 A full listing descends into every directory Spark would read (``key=value`` partitions always,
 other directories with ``recurse``).  An *incremental* listing (opt-in,

@@ -1,4 +1,4 @@
-"""Snapshot planning for bookmarked table sources (SPEC §12) — pure: no Spark, no Iceberg.
+"""Snapshot planning for bookmarked table sources — pure: no Spark, no Iceberg.
 
 A table source's bookmark element is the last snapshot a run processed::
 

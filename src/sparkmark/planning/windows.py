@@ -4,7 +4,7 @@ Plain functions over plain data (ints in epoch milliseconds UTC, dicts, tuples):
 database.  ``sparkmark.lifecycle.pipeline`` drives them; ``tests/test_windows.py`` checks them exhaustively
 over small cases and against a reference model.
 
-Window rules (SPEC §8)
+Window rules
     A module's window is half-open ``[from, until)``.  ``from`` is the ``until`` of the module's
     latest SUCCEEDED/EMPTY run (the primordial start for a first run).  ``until`` is
     ``min(from + max_load, snapshot, until of every dependency after this run's progress)``.

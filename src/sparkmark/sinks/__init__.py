@@ -1,4 +1,4 @@
-"""Exactly-once sinks: stamped writes whose output survives only if the run commits (SPEC §5).
+"""Exactly-once sinks: stamped writes whose output survives only if the run commits.
 
 - :mod:`.files`: file targets (stage under ``_sparkmark_staging``, publish by rename);
 - :mod:`.jdbc`: database tables (stage in ``<table>__sm_stage``, publish in one transaction);

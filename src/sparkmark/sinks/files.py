@@ -34,7 +34,7 @@ def write_files(run: RunContext, df: "DataFrame", target: str, *, format: str = 
                 partition_by: str | Sequence[str] | None = None, mode: str = "append",
                 options: dict[str, Any] | None = None, output_index: int = 0,
                 stamp_rows: bool = True) -> int:
-    """Stage ``df`` (stamped) for ``target``; returns the rows written (SPEC §5).
+    """Stage ``df`` (stamped) for ``target``; returns the rows written.
 
     ``output_index`` numbers this run's outputs (each gets its own staging folder).
     ``stamp_rows=False`` (the Glue layer's default) writes ``df``'s columns only: exactly once

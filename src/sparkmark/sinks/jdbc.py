@@ -140,7 +140,7 @@ class JdbcTarget:
 def write_jdbc(run: RunContext, df: "DataFrame", url: str, table: str, *,
                properties: Mapping[str, Any] | None = None,
                transformation_ctx: str | None = None, stamp_rows: bool = True) -> int:
-    """Stage ``df`` (stamped) for ``table``; returns the rows written (SPEC §5).
+    """Stage ``df`` (stamped) for ``table``; returns the rows written.
 
     ``stamp_rows=False``: the staging table still carries the run id (publishing stays
     exactly once), but the target gets ``df``'s columns only.

@@ -36,7 +36,7 @@ def stamp(df: "DataFrame", run_id: str, snapshot_ts: int,
     One projection written as SQL (``selectExpr("*", "'<run id>' AS sm_run_id", ...)``): the
     same plan and types as ``withColumns`` with ``lit`` and ``timestamp_millis``, in about a
     third of the py4j round trips (each ``functions`` call is a lookup and a call: ~14 round
-    trips against 6, ~1.5 ms of a small run here, issue 26).  The run id is checked to be 32
+    trips against 6, ~1.5 ms of a small run here).  The run id is checked to be 32
     hex digits before it goes into SQL text.  On Spark Connect (no round trips to save, and
     ``df.columns`` would be one) it stays ``withColumns``.
     """

@@ -1,4 +1,4 @@
-"""Exactly-once Apache Iceberg targets by write-audit-publish (SPEC §12, "Table targets").
+"""Exactly-once Apache Iceberg targets by write-audit-publish.
 
 ``write_table`` stages the run's rows as an Iceberg snapshot that is *not* made current: the
 table gets ``write.wap.enabled=true`` once, and the write runs with ``spark.wap.id`` set to a
@@ -157,7 +157,7 @@ class _JavaTarget:
     """The write's target table as ``java/SparkmarkTableHelper.java`` holds it in the driver
     JVM (its ``Target``: the Java table and the metadata it last saw).  The checks, the staged
     append, the staged snapshot's lookup and the fast-forward are one py4j round trip each
-    (issue 22: a 10,000-row write made 41 round trips, plain Spark's append 10), with the same
+    (call by call, a 10,000-row write made 41 round trips, plain Spark's append 10), with the same
     Iceberg and Spark calls as the py4j path beside them.  That path stays the fallback: any
     answer but the common one (no helper, not found among the newest snapshots, not a
     fast-forward) goes on through :meth:`handle`, from the same metadata.
@@ -489,7 +489,7 @@ def _fast_forward(handle: "_Target", staged: Staged) -> str:
     <sparkmark.engine.tablemeta.TableHandle.base>`): the table then becomes exactly what Iceberg's
     cherry-pick makes of it (a fast-forward: the staged snapshot itself is current), in one
     table commit without the cherry-pick's transaction, validation and reports (6-9 ms of a
-    ~20 ms publish here, issue 22).  The table is refreshed first and must still be at that
+    ~20 ms publish here).  The table is refreshed first and must still be at that
     metadata, and the commit is made against it, so it fails when anyone committed to the
     table since (a stale base, Iceberg's ``CommitFailedException``); then, when the refresh
     fails (the table is gone), and on any other error, False: the caller cherry-picks,

@@ -45,7 +45,7 @@ def local_root(raw: str, default_fs: Callable[[], str]
     Hadoop qualifies ``/data/in``, ``file:/data/in/`` and ``file:///data/in`` to
     ``file:/data/in`` (a bare path when the default file system, ``default_fs()``, is
     ``file:``); doing that here saves a run the eleven py4j round trips of opening the file
-    system and asking it (issue 26).  ``tests/test_dirlisting.py`` holds it to Hadoop's answer.
+    system and asking it.  ``tests/test_dirlisting.py`` holds it to Hadoop's answer.
 
     Example: ``local_root("file:///data/in", lambda: "file:///")`` ->
     ``[("file:/data/in", True, 0, 1732700000000)]``

@@ -56,7 +56,7 @@ class Listing:
 
     def __init__(self) -> None:
         #: every file listed, as columns (~45 bytes a file: a million listed files are not a
-        #: million tuples, issue 26)
+        #: million tuples)
         self.entries = FileColumns()
         self.roots: list[str] = []
         self.dir_roots: list[str] = []       # listed directories (no trailing slash)
@@ -143,7 +143,7 @@ def list_inputs(spark: "SparkSession | None", paths: Sequence[str], opts: BandOp
 
     plain_local = fast_local and fs_for is None and not compat.is_connect(spark)
     for raw in paths:
-        if plain_local:  # a plain local directory: no Hadoop round trips (issue 26)
+        if plain_local:  # a plain local directory: no Hadoop round trips
             local = local_root(str(raw), default_once)
             if local is not None:
                 if not local:
@@ -310,7 +310,7 @@ def _changed_in_jvm(spark: "SparkSession | None", local: Sequence[FileEntry]
     driver JVM (``SparkmarkFileHelper.changedLocal``, :data:`CHECK_CHUNK` files a call): the paths
     that changed, and the files left for Python to stat (those the JVM could not check; all of
     them without a JVM or on any error).  The Python thread waits on the JVM's answer without
-    the interpreter lock, so the commit's audit rows go in meanwhile (issue 26: the check of
+    the interpreter lock, so the commit's audit rows go in meanwhile (the check of
     200,000 files took 0.54 s of Python)."""
     if len(local) < 1_000 or spark is None or compat.is_connect(spark):
         return [], local

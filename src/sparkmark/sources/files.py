@@ -1,4 +1,4 @@
-"""``job.read.files``: bookmarked file sources (SPEC §3), thin adapters around the pure planner.
+"""``job.read.files``: bookmarked file sources, thin adapters around the pure planner.
 
 1. *List* every input file once, with its modification time and size, through Hadoop's
    FileSystem in the JVM (any Spark path: ``file:``, ``hdfs:``, ``s3a:``, ``abfs:``, ``gs:``...).
@@ -81,7 +81,7 @@ def _as_paths(path: Any) -> list[str]:
 def read_files(run: RunContext, path: str | Sequence[str], *, format: str = "json",
                transformation_ctx: str | None = None,
                options: dict[str, Any] | None = None) -> "DataFrame":
-    """The new input under ``path`` as a DataFrame (SPEC §2, §3). See the module docstring.
+    """The new input under ``path`` as a DataFrame. See the module docstring.
 
     Example: ``read_files(job, "in/orders", format="json", transformation_ctx="src")``
     """
@@ -119,7 +119,7 @@ def read_files(run: RunContext, path: str | Sequence[str], *, format: str = "jso
         check_partition_layout(listing)
         if previous is None:  # a run that reads (about) every file: the listing itself in
             # order, once (a view of it is then what the run reads, and a listing that came in
-            # another order is not held twice: issue 26)
+            # another order is not held twice)
             listing.entries = listing.entries.in_order()
         info: dict[str, Any] = {"format": fmt, "path": paths if len(paths) > 1 else paths[0],
                                 "read": str(bookmark.mode)}

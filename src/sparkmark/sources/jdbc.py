@@ -1,4 +1,4 @@
-"""``job.read.jdbc``: a database table read through Spark's JDBC source, with bookmarks (SPEC §4).
+"""``job.read.jdbc``: a database table read through Spark's JDBC source, with bookmarks.
 
 At run start the source opens one connection (:class:`sparkmark.engine.jdbc.JdbcConnection`: the
 driver JVM's JDBC driver on classic sessions, a Python driver over Spark Connect), resolves the
@@ -84,7 +84,7 @@ def read_jdbc(run: RunContext, url: str, table: str, transformation_ctx: str | N
         predicates = ([kr.render(p, src.qcols, src.types) for p in parts.predicates]
                       if parts.count > 1 else None)
         reader_props = reader_properties(props, spark_opts, driver)
-        # Spark's schema query on this connection: no second connection (issue 26)
+        # Spark's schema query on this connection: no second connection
         df = load_on(run.spark, conn.java_connection, spark_url(url), dbtable, predicates,
                      reader_props)
     if df is None:  # Spark's own read: it connects to learn the schema
@@ -368,7 +368,7 @@ def _first_key_sql(conn: JdbcConnection, quoted_table: str, qcols: list[str], ty
 def _ask_upper_ahead(conn: JdbcConnection, element: Any, *, ctx: str) -> None:
     """The upper-bound query this run sends when its table and keys are still those of the
     committed ``element``, asked ahead (:meth:`JdbcConnection.ask_ahead`: with the catalog
-    read, in its round trip; issue 26). :func:`_upper_bound` builds its query from what the
+    read, in its round trip). :func:`_upper_bound` builds its query from what the
     database says now; only exactly the same SQL is answered from this one."""
     if not isinstance(element, dict):
         return

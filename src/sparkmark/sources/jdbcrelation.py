@@ -1,4 +1,4 @@
-"""Spark's JDBC relation built on the connection the run already holds (issue 26).
+"""Spark's JDBC relation built on the connection the run already holds.
 
 A JDBC run opens one connection before it reads: it resolves the table, its keys and the upper
 bound of the range. Spark's ``spark.read.jdbc`` then opened a second connection on the driver

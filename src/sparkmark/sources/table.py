@@ -1,4 +1,4 @@
-"""``job.read.table``: an Apache Iceberg table read with bookmarks (SPEC §12).
+"""``job.read.table``: an Apache Iceberg table read with bookmarks.
 
 The element is the last snapshot a run processed (``{"table": name, "snapshot_id": id}``).
 At run start the source reads the table's current snapshot once (the ``main`` branch: the

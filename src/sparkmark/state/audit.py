@@ -176,7 +176,7 @@ class AuditRows(StoreBase):
                     now: int, stop: Callable[[], bool] | None = None) -> None:
         """The per-file audit rows of one source's files read (``read``: ``FileRead``-like
         entries), written ahead of the run's commit, a bounded batch per short transaction (a
-        large first run's rows go in while Spark builds its read: issue 26).  They count only
+        large first run's rows go in while Spark builds its read).  They count only
         once the run commits: every reader of the audit takes the rows of committed runs
         (SUCCEEDED, EMPTY, later ROLLED_BACK) and of runs whose row is gone; a run that fails
         has them deleted (:meth:`fail_run`), a run that dies leaves them to the retention.

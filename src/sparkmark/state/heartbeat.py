@@ -6,7 +6,7 @@ holds the job only weakly, so a run nobody can finish any more lets its lease ex
 holding it forever.
 
 One thread renews them all (:class:`LeaseRenewer`): a thread started per run cost ~0.1 ms
-(~0.2 ms beside a busy Spark driver) of every run's ``init`` (issue 26), and a run of a few
+(~0.2 ms beside a busy Spark driver) of every run's ``init``, and a run of a few
 tens of milliseconds never needs a renewal at all. Adding a run takes a lock and wakes the
 thread only when the new run is due before the thread wakes anyway.
 

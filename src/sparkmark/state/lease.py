@@ -50,7 +50,7 @@ def lease_token(host: str, pid: int) -> str:
     >>> lease_token("h", os.getpid()).startswith("h#")
     True
     """
-    if pid == os.getpid():  # this process's own: the same for its whole life (issue 26)
+    if pid == os.getpid():  # this process's own: the same for its whole life
         own = _OWN.get(pid)
         if own is None:
             own = _OWN[pid] = f"{namespace_id()}.{process_start(pid)}"

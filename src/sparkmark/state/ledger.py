@@ -78,7 +78,7 @@ def _row_timezone(row: dict[str, Any]) -> str:
 def report_rows(store: StateStore | str | None, pipeline: str | None = None,
                 module: int | str | list[int] | None = None, job: str | None = None,
                 last: int | None = None, timezone: str | None = None) -> list[dict[str, Any]]:
-    """Ledger rows formatted for a table, JSON or CSV: the SPEC §8 columns, times shown in
+    """Ledger rows formatted for a table, JSON or CSV: the report's columns, times shown in
     ``timezone`` (default: each row's pipeline timezone) as ``YYYY-MM-DD HH:MM:SS.mmm+HH:MM``."""
     if timezone is not None:
         get_zone(timezone)

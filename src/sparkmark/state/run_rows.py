@@ -29,13 +29,13 @@ from sparkmark.state.store_base import cap
 
 # Statements every run executes (begin, commit, ledger updates), built once: building a Core
 # statement and its cache key costs ~70 us of Python per execution, more than SQLite takes to
-# run it (issue 26: 13 statements a run).  Parameters are named ``b_*`` so that they never clash
+# run it (13 statements a run).  Parameters are named ``b_*`` so that they never clash
 # with the column names an UPDATE's SET takes from the parameters.
 
 #: the job row (locked) with the store's id; for begin, its current bookmark's state and
 #: whether a run's output waits to be recovered; for commit, whether audit rows are past their
 #: retention: the store identity check, the version read, the recovery query and the retention
-#: DELETE cost no statement of their own when there is nothing for them (issue 26; at begin
+#: DELETE cost no statement of their own when there is nothing for them (at begin
 #: three statements of Python and SQLite, at commit two)
 _STORE_ID_COLUMN = schema.STORE_ID_QUERY.scalar_subquery().label("sm_store_id")
 _RECOVERABLE: list[Any] = [sa.literal_column(f"'{PublishState(s).value}'") for s in (
@@ -43,7 +43,7 @@ _RECOVERABLE: list[Any] = [sa.literal_column(f"'{PublishState(s).value}'") for s
 # no ORDER BY: with one, SQLite walks the job's whole history in ix_sm_runs_job's order instead
 # of looking the few runs up in ix_sm_runs_publish (21 ms at 50,000 runs); sorted in Python.
 # The states are written into the SQL: an IN of bound values is expanded anew at every
-# execution (~80 us of Python at every run's begin, issue 26)
+# execution (~80 us of Python at every run's begin)
 _Q_TO_RECOVER = select(runs).where(
     runs.c.job_name == bindparam("b_job"),
     runs.c.publish_state.in_(_RECOVERABLE),

@@ -5,7 +5,7 @@ Schema history:
   2. sm_files: the per-file audit (which committed run read which file), with a retention.
   3. sm_targets: which jobs staged output for which target (filled from sm_runs' outputs on
      upgrade), so a write's "does another job write this target?" is an index lookup instead of
-     a scan of every run's outputs (34 ms per write at 100,000 runs, issue 26); and index
+     a scan of every run's outputs (34 ms per write at 100,000 runs); and index
      ix_sm_runs_publish, so an init's "runs left to publish" is one too (21 ms at 50,000 runs
      of the job).
 
@@ -210,7 +210,7 @@ def read_store_id(conn: Connection) -> str | None:
     """:func:`store_id` in one query, for a store this process has opened (the begin and
     commit checks): a missing ``sm_meta`` table raises the driver's error (``DBAPIError``)
     instead of being looked up first (the reflection cost a query and ~0.4 ms of Python on
-    every begin and commit, issue 26)."""
+    every begin and commit)."""
     return conn.execute(STORE_ID_QUERY).scalar()
 
 

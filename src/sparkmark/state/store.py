@@ -20,31 +20,78 @@ from begin to commit), :mod:`~sparkmark.state.run_reads` (ledger reads),
 from __future__ import annotations
 
 import os
+from typing import Callable, Optional
 
 from sparkmark.state.bookmark_rows import BookmarkVersion
 from sparkmark.state.run_reads import RunReads
 from sparkmark.state.run_rows import RunRows, RunStart
 from sparkmark.state.store_base import cap, redact
 
-__all__ = ["DEFAULT_STATE_URL", "ENV_VAR", "BookmarkVersion", "RunStart", "StateStore", "cap",
-           "open_store", "redact", "resolve_state_url"]
+__all__ = ["DEFAULT_STATE_URL", "ENV_VAR", "STATE_CONF", "STATE_PASSWORD_CONF", "BookmarkVersion",
+           "RunStart", "StateStore", "cap", "open_store", "redact", "resolve_state_url",
+           "split_password"]
 
 DEFAULT_STATE_URL = "sqlite:///.sparkmark/state.db"
 ENV_VAR = "SPARKMARK_STATE"
 
 
-def resolve_state_url(state: str | None = None) -> str:
-    """``state=`` argument, else env ``SPARKMARK_STATE``, else the SQLite default."""
-    return state or os.environ.get(ENV_VAR) or DEFAULT_STATE_URL
+#: The Spark conf a cluster-mode driver finds its state store in (it does not inherit the
+#: submitting process's environment): the URL without its password ...
+STATE_CONF = "spark.sparkmark.state"
+#: ... and the password, if the URL has one (Spark masks a conf named like a password in its UI,
+#: event log and ``--verbose`` output).
+STATE_PASSWORD_CONF = "spark.sparkmark.state.password"
+
+#: Reads one Spark conf key: its value, or None when it is not set.
+ConfGetter = Callable[[str], Optional[str]]
 
 
-def open_store(state: str | None = None, *, create: bool = True) -> "StateStore":
-    """The state store at ``state`` (URL, env ``SPARKMARK_STATE``, or the default).
-    ``create=False`` (read-only commands) refuses a missing store instead of creating one.
+def split_password(url: str) -> tuple[str, str | None]:
+    """``url`` without its password, and the password (None when it has none).
+
+        >>> split_password("postgresql+psycopg://etl:s3cret@db/state")
+        ('postgresql+psycopg://etl@db/state', 's3cret')
+    """
+    from sqlalchemy.engine import URL, make_url
+    u = make_url(url)
+    if u.password is None:
+        return url, None
+    bare = URL.create(u.drivername, username=u.username, host=u.host, port=u.port,
+                      database=u.database, query=u.query)
+    return bare.render_as_string(hide_password=False), str(u.password)
+
+
+def _from_conf(conf: ConfGetter) -> str | None:
+    url = conf(STATE_CONF)
+    if not url:
+        return None
+    password = conf(STATE_PASSWORD_CONF)
+    if not password:
+        return url
+    from sqlalchemy.engine import make_url
+    return make_url(url).set(password=password).render_as_string(hide_password=False)
+
+
+def resolve_state_url(state: str | None = None, conf: ConfGetter | None = None) -> str:
+    """``state=`` argument, else env ``SPARKMARK_STATE``, else the Spark conf
+    ``spark.sparkmark.state`` (with ``spark.sparkmark.state.password``) when ``conf`` reads
+    one, else the SQLite default.
+
+        resolve_state_url(None, compat.spark_conf_getter(spark))  # no argument, no env var
+    """
+    return (state or os.environ.get(ENV_VAR) or (_from_conf(conf) if conf else None)
+            or DEFAULT_STATE_URL)
+
+
+def open_store(state: str | None = None, *, create: bool = True,
+               conf: ConfGetter | None = None) -> "StateStore":
+    """The state store at ``state`` (URL, env ``SPARKMARK_STATE``, the Spark conf that
+    ``conf`` reads, or the default). ``create=False`` (read-only commands) refuses a missing
+    store instead of creating one.
 
         store = open_store("sqlite:///.sparkmark/state.db", create=False)
     """
-    return StateStore(resolve_state_url(state), create=create)
+    return StateStore(resolve_state_url(state, conf), create=create)
 
 
 class StateStore(RunRows, RunReads):

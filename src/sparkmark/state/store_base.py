@@ -25,7 +25,7 @@ from sparkmark.state.schema import jobs
 
 # Statements every run executes (begin, commit, ledger updates), built once: building a Core
 # statement and its cache key costs ~70 us of Python per execution, more than SQLite takes to
-# run it (issue 26: 13 statements a run).  Parameters are named ``b_*`` so that they never clash
+# run it (13 statements a run).  Parameters are named ``b_*`` so that they never clash
 # with the column names an UPDATE's SET takes from the parameters.
 _Q_JOB = select(jobs).where(jobs.c.job_name == bindparam("b_job"))
 _Q_JOB_LOCKED = _Q_JOB.with_for_update()
@@ -141,8 +141,8 @@ def _switch_to_wal(cur: Any) -> None:
 
 @functools.lru_cache(maxsize=64)
 def _url(url: str) -> Any:
-    """``make_url(url)``, parsed once per process (a ``URL`` is immutable; issue 26: every
-    ``Job()`` parsed its state URL twice, ~40 us)."""
+    """``make_url(url)``, parsed once per process (a ``URL`` is immutable; unparsed,
+    every ``Job()`` parsed its state URL twice, ~40 us)."""
     return make_url(url)
 
 

@@ -1,4 +1,4 @@
-// sparkmark's file statuses, built inside the driver JVM (issue 26).  A run has listed its input
+// sparkmark's file statuses, built inside the driver JVM.  A run has listed its input
 // already: each file's path, size and modification time.  Spark's own read of those files would
 // stat every one of them again before the DataFrame exists; instead sparkmark sends its listing
 // over as a few strings (one per 65,536 files, so that neither process holds the whole listing
@@ -41,7 +41,7 @@ public class SparkmarkFileHelper {
     /** {@code new Path(s)}, made from {@code s} as a URI when it is one that Path's string
      *  constructor would leave as it is ({@link #plain}): that constructor splits the string,
      *  builds a URI from the parts (quoting), prints and parses it again and normalizes it,
-     *  3.4-4.9 s for a million paths against ~0.5 s (issue 26).  Both give equal Paths with
+     *  3.4-4.9 s for a million paths against ~0.5 s.  Both give equal Paths with
      *  the same text (tests/test_fileindex.py holds them to it). */
     static Path path(final String s) {
         if (plain(s)) {
@@ -104,7 +104,7 @@ public class SparkmarkFileHelper {
 
     /** The commit's check that no local file read changed since it was listed, for one chunk
      *  of the listing (the same lines as add() takes, paths "file:/..."): one stat per file in
-     *  this JVM, so that the Python process inserts the run's audit rows meanwhile (issue 26).
+     *  this JVM, so that the Python process inserts the run's audit rows meanwhile.
      *  Returns "C TAB i" for line i whose size or modification time (ms, floored) differs,
      *  "U TAB i" for a line this JVM could not check (not a local path, a name the JVM cannot
      *  encode, an I/O error: the caller stats those itself), one per line; a file that is gone

@@ -1,5 +1,5 @@
 // sparkmark's JDBC metadata reads, run inside the driver JVM so that each is one py4j round trip
-// instead of one per value (issue 26).  The same JDBC calls as the py4j path in
+// instead of one per value.  The same JDBC calls as the py4j path in
 // sparkmark/engine/jdbc/jvmlink.py (_JvmLink), in the same order; only where they run changes.
 //
 // Rows come back as one string: values separated by TAB, each row ended by LF, NULL as \N, and
@@ -101,7 +101,7 @@ public class SparkmarkJdbcHelper {
 
     // ------------------------------------------------------------------- closing off the run's path
     // Connection.close() of PgJDBC took 0.2-1 ms here (terminate message, socket teardown), and a
-    // run waited for it after its last metadata read (issue 26).  closeLater hands the close to
+    // run waited for it after its last metadata read.  closeLater hands the close to
     // one daemon thread: the connection holds no transaction (every read is autocommit), so
     // nothing waits on it; closes run in order, and any error is dropped as close() errors were.
     private static final java.util.concurrent.ExecutorService CLOSER =
@@ -183,8 +183,8 @@ public class SparkmarkJdbcHelper {
 
     // ------------------------------------------------------------ PostgreSQL: one catalog query
     // PgJDBC's getColumns runs a general query (column defaults, comments, a window function,
-    // LIKE on every name) that took ~4.4 ms a run here, and getPrimaryKeys ~1.8 ms more (issue
-    // 26).  pgTableColumns answers both in one narrower query of the same catalogs: the same
+    // LIKE on every name) that took ~4.4 ms a run here, and getPrimaryKeys ~1.8 ms more.
+    // pgTableColumns answers both in one narrower query of the same catalogs: the same
     // tables and columns (relkind r, p, v, f, m; no dropped or system columns; the names as LIKE
     // patterns, null or "" for any; ordered by schema, table, column number), DATA_TYPE and
     // TYPE_NAME as getColumns computes them (STRUCT for composite, DISTINCT for domain, VARCHAR
@@ -295,7 +295,7 @@ public class SparkmarkJdbcHelper {
     // ------------------------------------------------------------------ a query asked ahead
     // An incremental run's upper-bound query is known before its catalog read when the committed
     // bookmark names the table and its keys; pgTableColumnsThen runs it right after the catalog
-    // query, in the same py4j round trip (issue 26: a round trip of ~0.5 ms a run beside a busy
+    // query, in the same py4j round trip (a round trip of ~0.5 ms a run beside a busy
     // driver).  The caller takes the answer only for exactly that SQL, once; a query that fails
     // (a table or key that changed) answers nothing and the caller asks as before.  Only on an
     // autocommit connection, where a failed statement leaves no aborted transaction behind.
@@ -324,7 +324,7 @@ public class SparkmarkJdbcHelper {
     // nextval) from a catalog query of its own, ~1.3-2 ms on a fresh connection, and keeps the
     // answers in the connection's field metadata cache, by table oid and column number.  Spark's
     // schema query (JdbcUtils.getSchema) asks exactly that on the run's connection right after
-    // pgTableColumns read the same catalog rows: the catalog was read twice per run (issue 26).
+    // pgTableColumns read the same catalog rows: the catalog was read twice per run.
     // shareFieldMetadata puts pgTableColumns' rows into that cache as PgJDBC's fetchFieldMetaData
     // would (the same expressions: attnotnull OR a NOT NULL domain -> columnNoNulls, identity or
     // a nextval default -> autoIncrement; tests/test_jdbc_pgcatalog.py holds every column of many

@@ -1,6 +1,6 @@
 // sparkmark's Iceberg target steps, run inside the driver JVM so that each is one py4j round trip
-// instead of one per call (issue 22: a 10,000-row write made 41 round trips against plain
-// Spark's 10).  The same Iceberg and Spark calls, in the same order, as the py4j path in
+// instead of one per call (call by call, a 10,000-row write made 41 round trips against
+// plain Spark's 10).  The same Iceberg and Spark calls, in the same order, as the py4j path in
 // sparkmark/sinks/table.py (_checked_table, the staged append, _staged_snapshot, _fast_forward);
 // that path stays the fallback, and every answer that is not the common case ("not found",
 // "not a fast-forward") is left to it.

@@ -76,7 +76,7 @@ class JdbcConnection:
     def ask_ahead(self, sql: str, columns: int) -> None:
         """A :meth:`query` this connection will be asked next, sent with its next table
         lookup (:meth:`resolve_table`) where the driver allows (PostgreSQL through the driver
-        JVM: one round trip, issue 26); ``query(sql, columns)`` of exactly that SQL then
+        JVM: one round trip); ``query(sql, columns)`` of exactly that SQL then
         answers from it, once. Elsewhere, or when it fails, nothing changes: the query runs
         when asked.
 
@@ -153,8 +153,8 @@ class JdbcConnection:
 
     def _one_table(self, schema: str | None, name: str) -> TableRef | None:
         """The fast path of :meth:`resolve_table`: one ``getColumns`` call that names exactly
-        one table spelled exactly ``name`` (in ``schema``) resolves it with its columns (issue
-        26: ``getTables`` then ``getColumns`` cost a metadata query more on every run).  Any
+        one table spelled exactly ``name`` (in ``schema``) resolves it with its columns
+        (``getTables`` then ``getColumns`` cost a metadata query more on every run).  Any
         other answer (none, several, a link without it) is left to the full search."""
         table_columns = getattr(self._link, "table_columns", None)
         if table_columns is None:

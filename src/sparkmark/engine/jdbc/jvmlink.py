@@ -1,7 +1,7 @@
 """The JVM path of :class:`~sparkmark.engine.jdbc.JdbcConnection` (classic sessions): the
 JDBC driver class Spark uses, loaded once per py4j gateway in the driver JVM, and its metadata
 reads, done in the JVM by ``java/SparkmarkJdbcHelper.java`` where that class loads (one py4j
-round trip per read, issue 26) and value by value through py4j where it does not.
+round trip per read) and value by value through py4j where it does not.
 
     link = jvm_link(spark, "jdbc:postgresql://db/hr", {"user": "etl"}, "org.postgresql.Driver")
     try:
@@ -42,7 +42,7 @@ _JVM_DRIVERS: dict[str, tuple[Any, Any]] = {}
 
 #: (driver class, URL) -> (py4j gateway client, product name, identifier quote, search
 #: string escape): what the driver says about the database's SQL, asked on the first
-#: connection only (three py4j round trips on every later run, issue 26).  They are the
+#: connection only (three py4j round trips on every later run).  They are the
 #: driver's constants for that URL; the product only picks the row-limit syntax.
 _JVM_DIALECTS: dict[tuple[str, str], tuple[Any, str, str, str]] = {}
 
@@ -55,15 +55,15 @@ def _jvm_helper(spark: Any) -> Any:
     """sparkmark's JDBC helper object in the session's JVM (``java/SparkmarkJdbcHelper.java``,
     loaded once per gateway by :func:`sparkmark.engine.jvm.helper`): it reads a metadata result set or
     a one-row query in the JVM and returns it as one string, so a read is one py4j round trip
-    instead of one per value (issue 26: 31 of the 47 round trips left were ``getColumns`` values
-    on a 4-column table).  ``None`` when it cannot be loaded: the caller reads value by value,
-    as before."""
+    instead of one per value (value by value, 31 of a run's 47 round trips were ``getColumns``
+    values on a 4-column table).  ``None`` when it cannot be loaded: the caller reads value by
+    value, as before."""
     return helper(spark, "SparkmarkJdbcHelper")
 
 
 def _jvm_driver(spark: Any, driver: str) -> Any:
     """An instance of the JDBC driver class ``driver`` in the session's JVM, loaded once per
-    gateway (issue 26: the class loader lookup, ``Class.forName`` and the new instance cost
+    gateway (the class loader lookup, ``Class.forName`` and the new instance cost
     four py4j round trips on every run).  A ``java.sql.Driver`` holds no connection state:
     each ``connect`` is a new connection, as before."""
     client = _gateway_client(spark)
@@ -138,9 +138,9 @@ class _JvmLink:
         return self._conn
 
     def close(self) -> None:
-        """Close the connection: on the helper's daemon thread when there is one (issue 26:
-        PgJDBC's ``close`` took 0.2-1 ms a run, waited for after the last read; the
-        connection holds no transaction, so nothing depends on when it ends)."""
+        """Close the connection: on the helper's daemon thread when there is one (PgJDBC's
+        ``close`` took 0.2-1 ms a run, waited for after the last read; the connection holds
+        no transaction, so nothing depends on when it ends)."""
         try:
             if self._helper is not None:
                 try:
@@ -161,7 +161,7 @@ class _JvmLink:
     def ask_ahead(self, sql: str, columns: int) -> None:
         """Run ``sql`` (its first row of ``columns`` values) with the next catalog read, in its
         round trip, where that read is PostgreSQL's one query; :meth:`query` of exactly this SQL
-        then answers from it, once (issue 26: the upper-bound query of an incremental run)."""
+        then answers from it, once (the upper-bound query of an incremental run)."""
         self._ahead = (sql, columns)
 
     def query(self, sql: str, columns: int | None = None) -> list[list[str | None]]:
@@ -219,7 +219,7 @@ class _JvmLink:
         out: dict[tuple[str | None, str | None, str], list[tuple[str, int, str]]] = {}
         ahead, self._ahead = self._ahead, None
         if self._helper is not None and self.product == "PostgreSQL":
-            try:  # one narrower catalog query answers getColumns and getPrimaryKeys (issue 26)
+            try:  # one narrower catalog query answers getColumns and getPrimaryKeys
                 if ahead is None:
                     text = self._helper.pgTableColumns(self._conn, self._pattern(schema),
                                                        self._pattern(name))

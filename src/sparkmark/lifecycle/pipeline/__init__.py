@@ -52,6 +52,7 @@ from sparkmark.lifecycle.pipeline.rollback import (RollbackModule, RollbackPlan,
                                                    rollback_pipeline)
 from sparkmark.lifecycle.pipeline.running import (ModuleResult, RunSummary, run_pipeline,
                                                   text_table)
+from sparkmark.engine import compat
 from sparkmark.state import StateStore, open_store
 
 if TYPE_CHECKING:
@@ -65,7 +66,7 @@ __all__ = ["FILE_FORMATS", "LAYER_RANK", "MODULE_FORMATS", "OUTPUT_CTX", "PIPELI
 
 # ---------------------------------------------------------------------- the pipeline
 class Pipeline:
-    """A named set of modules run together under one snapshot (SPEC §8).
+    """A named set of modules run together under one snapshot.
 
     Example::
 
@@ -85,7 +86,8 @@ class Pipeline:
                        primordial_date=primordial_date)
         self.name = name
         self.spark = spark
-        self.store: StateStore = state if isinstance(state, StateStore) else open_store(state)
+        self.store: StateStore = (state if isinstance(state, StateStore) else
+                                  open_store(state, conf=compat.spark_conf_getter(spark)))
         self.primordial_date = primordial_date
         self.max_days_to_load = max_days_to_load
         self.timezone = timezone

@@ -39,7 +39,7 @@ MODULE_FORMATS: tuple[str, ...] = (*WRITE_FORMATS, TABLE_FORMAT)
 # ---------------------------------------------------------------------- module definition
 @dataclass(frozen=True)
 class Module:
-    """One module of a pipeline, as ``@p.module(...)`` declared it (SPEC §8).
+    """One module of a pipeline, as ``@p.module(...)`` declared it.
 
     Example: ``p.modules[1004].target`` is the folder the module's output is published to.
     """
