@@ -16,7 +16,11 @@ def _run(directory) -> tuple[bool, str]:
     return ok, buf.getvalue()
 
 
-def test_demo_runs_the_bookmarked_job_and_passes(spark, tmp_path, monkeypatch):
+def test_demo_runs_the_bookmarked_job_passes_and_runs_again_with_state_from_the_environment(
+        spark, tmp_path, sqlite_url, monkeypatch):
+    """One demo run checked in full, then a second run in the same folder with
+    SPARKMARK_STATE set (one test: the second needs the first's folder, and a demo run is the
+    suite's costliest in-process job)."""
     monkeypatch.delenv("SPARKMARK_STATE", raising=False)
     ok, text = _run(tmp_path)
     assert ok, text
@@ -35,11 +39,7 @@ def test_demo_runs_the_bookmarked_job_and_passes(spark, tmp_path, monkeypatch):
     out = spark.read.parquet(str(tmp_path / "output" / "orders"))
     assert out.count() == 37 and out.select("sm_run_id").distinct().count() == 3
 
-
-def test_demo_runs_again_in_the_same_folder_with_state_from_the_environment(
-        spark, tmp_path, sqlite_url, monkeypatch):
-    monkeypatch.delenv("SPARKMARK_STATE", raising=False)
-    assert _run(tmp_path)[0]
+    # again in the same folder, the state from the environment: a fresh store, PASS again
     monkeypatch.setenv("SPARKMARK_STATE", sqlite_url)
     ok, text = _run(tmp_path)
     assert ok, text
