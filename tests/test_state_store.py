@@ -270,3 +270,51 @@ def test_insert_rows_same_rows_through_the_driver_and_through_sqlalchemy(tmp_pat
         got = [tuple(r) for r in conn.execute(sa.select(table).order_by(table.c.order))]
     engine.dispose()
     assert got == rows
+
+
+def test_ledger_filters_and_limit_are_in_the_sql(state_url, clock):
+    """``list_runs`` / ``count_runs`` put the status, start-time and limit into the query: the
+    database returns only the rows asked for (a long history is not read into Python)."""
+    from sparkmark.state.schema import runs
+    for i in range(3):
+        job = Job(None, state=state_url, clock=clock).init("orders", {})
+        job.commit() if i != 1 else job.fail("boom")
+        clock.advance(1000)
+    store = open_store(state_url)
+    t0 = store.list_runs(job_name="orders", last=3)[0]["run_start_ts"]
+    seen: list[str] = []
+
+    def capture(conn, cursor, statement, parameters, context, executemany):
+        if "sm_runs" in statement:
+            seen.append(statement)
+    sa.event.listen(store.engine, "before_cursor_execute", capture)
+    try:
+        got = store.list_runs(job_name="orders", statuses=("SUCCEEDED",), started_from=t0 + 1,
+                              last=1)
+        n = store.count_runs(job_name="orders", statuses=("FAILED", "SUCCEEDED"),
+                             started_from=t0 + 1)
+    finally:
+        sa.event.remove(store.engine, "before_cursor_execute", capture)
+    assert [r["status"] for r in got] == ["SUCCEEDED"] and got[0]["run_start_ts"] == t0 + 2000
+    assert n == 2
+    listed, counted = seen
+    for sql in (listed, counted):
+        assert "sm_runs.status IN" in sql and "sm_runs.run_start_ts >=" in sql, sql
+    assert "LIMIT" in listed and "count(*)" in counted.lower()
+    assert store.count_runs() == 3 and runs.name == "sm_runs"
+
+
+def test_history_last_reads_only_the_newest_versions(sqlite_url, clock):
+    for i in range(4):
+        job = Job(None, state=sqlite_url, clock=clock).init("orders", {"job_bookmark_option":
+                                                                      "job-bookmark-enable"})
+        job.bookmark("src")
+        job.record_read("src", {"high": i}, {"new_input": True})
+        job.commit()
+        clock.advance(1000)
+    store = open_store(sqlite_url)
+    assert [v.version for v in store.history("orders")] == [0, 1, 2, 3, 4]
+    assert [v.version for v in store.history("orders", last=2)] == [3, 4]
+    assert [v.version for v in store.history("orders", last=5)] == [0, 1, 2, 3, 4]
+    assert [v.version for v in store.history("orders", last=9)] == [0, 1, 2, 3, 4]
+    assert store.history("orders", last=1)[0].state == {"src": {"high": 3}}
