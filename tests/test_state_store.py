@@ -357,7 +357,8 @@ def test_a_ledger_row_with_an_unknown_status_stops_the_next_run(tmp_path, clock,
         job.init("orders", {"job_bookmark_option": "job-bookmark-enable"})
     msg = str(e.value)
     assert f"job 'orders': run {ids[1]} has status {bad!r} in the ledger" in msg, msg
-    assert "not one of RUNNING, SUCCEEDED, EMPTY, FAILED, SKIPPED, ROLLED_BACK" in msg
+    assert ("which sparkmark does not know (not one of RUNNING, SUCCEEDED, EMPTY, FAILED, "
+            "SKIPPED, ROLLED_BACK; edited in the store?)") in msg
     assert "nothing was read or changed" in msg and "Set that row's status back" in msg
     assert not job.active
     assert _dump(path) == before  # no run row, no lease, no counter moved

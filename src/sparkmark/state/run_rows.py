@@ -309,8 +309,8 @@ class RunRows(BookmarkRows, AuditRows):
                  else "a run has a status")
         raise StateCorruptError(
             f"job {cap(job_name)!r}: {where} in the ledger (sm_runs) of state store "
-            f"{self.display_url}, which is not one of "
-            f"{', '.join(s.value for s in RunStatus)} (edited by hand?); run {run_id} did not "
+            f"{self.display_url}, which sparkmark does not know (not one of "
+            f"{', '.join(s.value for s in RunStatus)}; edited in the store?); run {run_id} did not "
             "start, and nothing was read or changed. Set that row's status back to what the "
             "run ended with (a row with an end_version committed: SUCCEEDED, or EMPTY if it "
             "wrote nothing; else FAILED), or restore the store from a backup")
