@@ -233,3 +233,19 @@ def test_report_table_is_bounded_by_default_and_says_what_it_left_out(sqlite_url
     # JSON and CSV give every run unless told otherwise, as `sparkmark files` does
     res = cli("--state", sqlite_url, "report", "--format", "json")
     assert len(json.loads(res.stdout)) == REPORT_LIMITS["table"] + 3
+
+
+def test_report_html_takes_the_filters_and_says_what_it_left_out(sqlite_url, clock, tmp_path):
+    ok1, failed, skipped, ok2 = _mixed_runs(sqlite_url, clock)
+    page = tmp_path / "runs.html"
+    res = cli("--state", sqlite_url, "report", "--format", "html", "--output", str(page),
+              "--status", "succeeded,failed", "--since", "2023-11-14", "--limit", "2")
+    assert res.returncode == 0, res.stderr
+    assert ("2 run(s) (1 older run(s) left out: --limit N for more, --all for every run)"
+            in res.stdout), res.stdout
+    text = page.read_text()
+    runs = text[text.index('"runs":'):text.index('"bookmarks":')]  # the page's run table
+    assert failed in runs and ok2 in runs and ok1 not in runs and skipped not in runs
+    assert "status SUCCEEDED,FAILED" in text and "since 2023-11-14 00:00:00.000+00:00" in text
+    res = cli("--state", sqlite_url, "report", "--format", "html", "--output", str(page))
+    assert "4 run(s)," in res.stdout and "left out" not in res.stdout

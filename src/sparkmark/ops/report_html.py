@@ -19,6 +19,7 @@ import time
 from importlib import resources
 from typing import Any
 
+from sparkmark.core.clock import format_ts
 from sparkmark.core.status import parse_statuses
 from sparkmark.state.ledger import ledger_rows, run_markers
 from sparkmark.state import StateStore, open_store
@@ -51,6 +52,7 @@ def page_data(store: StateStore, pipeline: str | None = None,
     :func:`~sparkmark.state.ledger.ledger_rows`)."""
     rows = ledger_rows(store, pipeline=pipeline, module=module, job=job, last=last,
                        statuses=statuses, since=since)
+    shown_statuses = ",".join(parse_statuses(statuses) or ()) or None
     labels: list[str] = []
     label_ix: dict[str, int] = {}
     statuses = list(STATUS_COLOURS)
@@ -114,8 +116,9 @@ def page_data(store: StateStore, pipeline: str | None = None,
             "store": store.display_url,
             "filters": {k: v for k, v in (("pipeline", pipeline), ("module", module),
                                           ("job", job), ("last", last),
-                                          ("status", ",".join(parse_statuses(statuses) or ())
-                                           or None), ("since", since)) if v is not None}}
+                                          ("status", shown_statuses),
+                                          ("since", format_ts(since) if isinstance(since, int)
+                                           else since)) if v is not None}}
 
 
 def _short_state(state: dict[str, Any]) -> str:
