@@ -249,3 +249,15 @@ def test_report_html_takes_the_filters_and_says_what_it_left_out(sqlite_url, clo
     assert "status SUCCEEDED,FAILED" in text and "since 2023-11-14 00:00:00.000+00:00" in text
     res = cli("--state", sqlite_url, "report", "--format", "html", "--output", str(page))
     assert "4 run(s)," in res.stdout and "left out" not in res.stdout
+
+
+def test_bookmark_history_limit_reads_the_newest_versions(sqlite_url, clock):
+    _runs(sqlite_url, clock, n=3)
+    res = cli("--state", sqlite_url, "bookmark", "history", "orders", "--format", "json",
+              "--limit", "2")
+    assert res.returncode == 0, res.stderr
+    assert [h["Version"] for h in json.loads(res.stdout)] == [2, 3]
+    res = cli("--state", sqlite_url, "bookmark", "history", "orders", "--format", "json")
+    assert [h["Version"] for h in json.loads(res.stdout)] == [0, 1, 2, 3]  # all by default
+    _assert_one_line_error(cli("--state", sqlite_url, "bookmark", "history", "orders",
+                               "--limit", "0"), "must be a positive number of versions")

@@ -140,11 +140,14 @@ def bookmark_get(job: str = typer.Argument(..., help="Job name"),
 @bookmark_app.command("history")
 def bookmark_history(job: str = typer.Argument(..., help="Job name"),
                      format: str = typer.Option("table", "--format", "-f",
-                                                help="table or json")) -> None:
-    """List every version of a job's bookmark."""
+                                                help="table or json"),
+                     limit: Optional[int] = typer.Option(
+                         None, "--limit", help="Only the newest N versions (default: all)")
+                     ) -> None:
+    """List every version of a job's bookmark (--limit N: the newest N)."""
     def body() -> None:
-        rows = _bookmarks(create=False).history(job)
         _check_format(format, ("table", "json"))
+        rows = _bookmarks(create=False).history(job, last=limit)
         if format == "json":
             _echo_json(rows)
             return
