@@ -199,6 +199,9 @@ def test_report_shows_duration_and_files_read_and_json_config_is_an_object(sqlit
     import io as _io
     got = list(_csv.DictReader(_io.StringIO(res.stdout)))
     assert [(r["duration_s"], r["files_read"]) for r in got][0] == ("1.5", "3")
+    header = res.stdout.splitlines()[0]
+    none = cli("--state", sqlite_url, "report", "--format", "csv", "--status", "rolled_back")
+    assert none.returncode == 0 and none.stdout.splitlines() == [header]  # same columns, empty
 
     res = cli("--state", sqlite_url, "report")
     assert res.returncode == 0, res.stderr

@@ -317,7 +317,8 @@ def report(pipeline: Optional[str] = typer.Option(None, "--pipeline", help="Only
                         for r in rows])
         elif format == "csv":
             buf = io.StringIO()
-            cols = list(rows[0].keys()) if rows else list(REPORT_COLUMNS)
+            from sparkmark.state.ledger import COLUMNS
+            cols = list(rows[0].keys()) if rows else list(COLUMNS)  # the same header, empty
             w = csv.DictWriter(buf, fieldnames=cols, extrasaction="ignore")
             w.writeheader()
             w.writerows(rows)
