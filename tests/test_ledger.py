@@ -121,3 +121,53 @@ def test_reading_the_ledger_creates_no_store(tmp_path):
     with pytest.raises(StateStoreError, match="there is no state store at"):
         ledger_rows(f"sqlite:///{missing}", job="x")
     assert not missing.exists() and not missing.parent.exists()
+
+
+def test_parse_since_takes_iso_dates_times_and_spans_back_from_now():
+    from sparkmark.core.errors import ConfigError
+    from sparkmark.state.ledger import parse_since
+    now = parse_time("2024-05-10T12:00:00Z")
+    assert parse_since("24h", now) == now - DAY_MS
+    assert parse_since("7d", now) == now - 7 * DAY_MS
+    assert parse_since(" 30M ", now) == now - 30 * 60_000
+    assert parse_since("2w", now) == now - 14 * DAY_MS
+    assert parse_since("2024-05-01", now) == parse_time("2024-05-01")
+    assert parse_since("2024-05-01T06:30", now) == parse_time("2024-05-01T06:30:00+00:00")
+    assert parse_since("2024-05-01T06:30:00Z", now) == parse_time("2024-05-01T06:30:00+00:00")
+    assert parse_since("2024-05-01 08:30+02:00", now) == parse_time("2024-05-01T06:30:00Z")
+    assert parse_since("2024-05-01", now, tz="Europe/Paris") == \
+        parse_time("2024-04-30T22:00:00Z")
+    for bad in ("", "yesterday", "7", "7y", "-1d", "2024-02-30", "2024-05-01Tnoon", "1.5h"):
+        with pytest.raises(ConfigError, match="cannot read --since .*ISO date.* 24h"):
+            parse_since(bad, now)
+
+
+def test_ledger_rows_filter_by_status_and_since_in_the_store(sqlite_url, clock):
+    from sparkmark.core.errors import ConfigError
+    from sparkmark.state.ledger import ledger_count, runs_left_out
+    made = []
+    for end in ("commit", "fail", "commit", "fail"):
+        job = Job(None, state=sqlite_url, clock=clock).init("orders", {})
+        clock.advance(2_000)
+        job.commit() if end == "commit" else job.fail("boom")
+        made.append(job.run_id)
+        clock.advance(DAY_MS)
+    t0 = ledger_rows(sqlite_url)[0]["run_start_ts"]
+    failed = [r["run_id"] for r in ledger_rows(sqlite_url, statuses="failed")]
+    assert failed == [made[1], made[3]]
+    assert [r["run_id"] for r in ledger_rows(sqlite_url, statuses=["FAILED", "succeeded"],
+                                             since=t0 + DAY_MS)] == made[1:]
+    assert [r["run_id"] for r in ledger_rows(sqlite_url, statuses="FAILED", last=1)] == \
+        [made[3]]
+    assert ledger_count(sqlite_url, statuses="FAILED") == 2
+    assert ledger_count(sqlite_url, since=t0 + 2 * DAY_MS) == 2
+    assert runs_left_out(sqlite_url, 1, 1, statuses="FAILED") == 1
+    assert runs_left_out(sqlite_url, 2, 3) == 0  # the limit was not reached: no COUNT needed
+    rows = report_rows(sqlite_url, job="orders", statuses="failed")
+    assert [(r["status"], r["duration_s"], r["files_read"]) for r in rows] == \
+        [("FAILED", 2.0, None)] * 2
+    assert report_rows(sqlite_url, job="orders", statuses="SKIPPED") == []  # a job, no match
+    with pytest.raises(ConfigError, match="unknown status 'DONE'; use one of RUNNING"):
+        ledger_rows(sqlite_url, statuses="SUCCEEDED,DONE")
+    with pytest.raises(ConfigError, match="give epoch ms"):
+        ledger_rows(sqlite_url, since=1.5)  # type: ignore[arg-type]

@@ -270,3 +270,158 @@ def test_insert_rows_same_rows_through_the_driver_and_through_sqlalchemy(tmp_pat
         got = [tuple(r) for r in conn.execute(sa.select(table).order_by(table.c.order))]
     engine.dispose()
     assert got == rows
+
+
+def test_ledger_filters_and_limit_are_in_the_sql(state_url, clock):
+    """``list_runs`` / ``count_runs`` put the status, start-time and limit into the query: the
+    database returns only the rows asked for (a long history is not read into Python)."""
+    from sparkmark.state.schema import runs
+    for i in range(3):
+        job = Job(None, state=state_url, clock=clock).init("orders", {})
+        job.commit() if i != 1 else job.fail("boom")
+        clock.advance(1000)
+    store = open_store(state_url)
+    t0 = store.list_runs(job_name="orders", last=3)[0]["run_start_ts"]
+    seen: list[str] = []
+
+    def capture(conn, cursor, statement, parameters, context, executemany):
+        if "sm_runs" in statement:
+            seen.append(statement)
+    sa.event.listen(store.engine, "before_cursor_execute", capture)
+    try:
+        got = store.list_runs(job_name="orders", statuses=("SUCCEEDED",), started_from=t0 + 1,
+                              last=1)
+        n = store.count_runs(job_name="orders", statuses=("FAILED", "SUCCEEDED"),
+                             started_from=t0 + 1)
+    finally:
+        sa.event.remove(store.engine, "before_cursor_execute", capture)
+    assert [r["status"] for r in got] == ["SUCCEEDED"] and got[0]["run_start_ts"] == t0 + 2000
+    assert n == 2
+    listed, counted = seen
+    for sql in (listed, counted):
+        assert "sm_runs.status IN" in sql and "sm_runs.run_start_ts >=" in sql, sql
+    assert "LIMIT" in listed and "count(*)" in counted.lower()
+    assert store.count_runs() == 3 and runs.name == "sm_runs"
+
+
+def test_history_last_reads_only_the_newest_versions(sqlite_url, clock):
+    for i in range(4):
+        job = Job(None, state=sqlite_url, clock=clock).init("orders", {"job_bookmark_option":
+                                                                      "job-bookmark-enable"})
+        job.bookmark("src")
+        job.record_read("src", {"high": i}, {"new_input": True})
+        job.commit()
+        clock.advance(1000)
+    store = open_store(sqlite_url)
+    assert [v.version for v in store.history("orders")] == [0, 1, 2, 3, 4]
+    assert [v.version for v in store.history("orders", last=2)] == [3, 4]
+    assert [v.version for v in store.history("orders", last=5)] == [0, 1, 2, 3, 4]
+    assert [v.version for v in store.history("orders", last=9)] == [0, 1, 2, 3, 4]
+    assert store.history("orders", last=1)[0].state == {"src": {"high": 3}}
+
+
+def _dump(path) -> dict[str, list[tuple]]:
+    """Every row of every table of a SQLite file, read with plain sqlite3."""
+    import sqlite3
+    with sqlite3.connect(path) as db:
+        names = [n for (n,) in db.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+        return {n: sorted(map(tuple, db.execute(f'SELECT * FROM "{n}"'))) for n in names}
+
+
+@pytest.mark.parametrize("bad", ["DONE", "succeeded", "", "ZZZ", "ROLLEDBACK", "RUNNING ",
+                                 "FAILED\n", "A"])
+def test_a_ledger_row_with_an_unknown_status_stops_the_next_run(tmp_path, clock, bad):
+    """Someone wrote a status sparkmark does not know into sm_runs: the job's next run does
+    not start (one StateCorruptError naming the job, the run, the status and what to do), and
+    the store is left exactly as it was; other jobs still run."""
+    import sqlite3
+
+    from sparkmark.core.errors import StateCorruptError
+    path = tmp_path / "state.db"
+    url = f"sqlite:///{path}"
+    ids = []
+    for i in range(3):
+        job = Job(None, state=url, clock=clock).init("orders", {"job_bookmark_option":
+                                                                "job-bookmark-enable"})
+        job.bookmark("src")
+        job.record_read("src", {"high": i}, {"new_input": True})
+        job.commit()
+        ids.append(job.run_id)
+        clock.advance(1000)
+    with sqlite3.connect(path) as db:  # plain SQL, as a person at a SQL prompt would
+        db.execute("UPDATE sm_runs SET status = ? WHERE run_id = ?", (bad, ids[1]))
+    before = _dump(path)
+
+    job = Job(None, state=url, clock=clock)
+    with pytest.raises(StateCorruptError) as e:
+        job.init("orders", {"job_bookmark_option": "job-bookmark-enable"})
+    msg = str(e.value)
+    assert f"job 'orders': run {ids[1]} has status {bad!r} in the ledger" in msg, msg
+    assert ("which sparkmark does not know (not one of RUNNING, SUCCEEDED, EMPTY, FAILED, "
+            "SKIPPED, ROLLED_BACK; edited in the store?)") in msg
+    assert "nothing was read or changed" in msg and "Set that row's status back" in msg
+    assert not job.active
+    assert _dump(path) == before  # no run row, no lease, no counter moved
+
+    other = Job(None, state=url, clock=clock).init("invoices", {})  # other jobs: unaffected
+    other.commit()
+    with sqlite3.connect(path) as db:  # repaired by hand: the job runs again
+        db.execute("UPDATE sm_runs SET status = 'SUCCEEDED' WHERE run_id = ?", (ids[1],))
+    job = Job(None, state=url, clock=clock).init("orders", {"job_bookmark_option":
+                                                           "job-bookmark-enable"})
+    assert job.bookmark("src").previous == {"high": 2}
+    job.commit()
+
+
+def test_the_unknown_status_check_is_index_lookups_and_an_upgrade_adds_its_index(tmp_path):
+    """The begin's check costs a few lookups in ix_sm_runs_status, not a walk over the job's
+    history; a schema-3 store gets the index on first use."""
+    import sqlite3
+
+    from sparkmark.state import store_base
+    from sparkmark.state.run_rows import _Q_BEGIN_JOB
+    path = tmp_path / "s.db"
+    url = f"sqlite:///{path}"
+    store = open_store(url)
+    _staged_run(store, "a", 1, None)
+    with sqlite3.connect(path) as db:
+        db.execute("DROP INDEX ix_sm_runs_status")
+        db.execute("UPDATE sm_meta SET value = '3' WHERE key = 'schema_version'")
+    store_base._ENGINES.clear()  # a new process: the upgrade runs on first use
+    store = open_store(url)
+    _staged_run(store, "a", 2, None)
+    with store.tx("check") as conn:
+        assert conn.exec_driver_sql("SELECT value FROM sm_meta WHERE key = 'schema_version'"
+                                    ).scalar() == str(SCHEMA_VERSION) == "4"
+        sql = str(_Q_BEGIN_JOB.compile(store.engine))
+        plan = [r[-1] for r in conn.exec_driver_sql(
+            "EXPLAIN QUERY PLAN " + sql, ("store_id", "RUNNING", "a"))]
+    status_lookups = [p for p in plan if "ix_sm_runs_status" in p]
+    assert len(status_lookups) == 7, plan  # one per gap between the six known statuses
+    assert all(p.startswith("SEARCH") and "status" in p for p in status_lookups), plan
+    assert not any(p.startswith("SCAN sm_runs") for p in plan), plan
+
+
+def test_unknown_statuses_are_found_on_every_backend_and_known_ones_never(state_url):
+    """The check compares in the database's own collation (PostgreSQL's may not be byte
+    order): every known status passes, a near miss of each is refused."""
+    from sparkmark.core.errors import StateCorruptError
+    from sparkmark.core.status import RunStatus
+    store = open_store(state_url)
+    _staged_run(store, "a", 1, None)
+    rid = f"{1:032x}"
+    near = ["succeeded", "ROLLEDBACK", "ROLLED-BACK", "RUNNING ", " EMPTY", "DONE", "", "Z",
+            "SKIPPEDX", "FAILE"]
+    for n, status in enumerate([s.value for s in RunStatus] + near):
+        with store.tx("corrupt") as conn:
+            conn.execute(sa.text("UPDATE sm_runs SET status = :s WHERE run_id = :r"),
+                         {"s": status, "r": rid})
+        run_id = f"{100 + n:032x}"
+        if status in RunStatus.__members__:
+            store.begin_run("a", run_id=run_id, option="job-bookmark-enable", now=10 + n,
+                            snapshot_ts=10 + n, lease_ms=60_000, pid=1)
+            store.fail_run("a", run_id, error="x", now=11 + n)
+            continue
+        with pytest.raises(StateCorruptError, match=f"run {rid} has status {status!r}"):
+            store.begin_run("a", run_id=run_id, option="job-bookmark-enable", now=10 + n,
+                            snapshot_ts=10 + n, lease_ms=60_000, pid=1)

@@ -21,7 +21,8 @@ class StateStoreError(SparkmarkError):
 
 
 class StateCorruptError(StateStoreError):
-    """A stored bookmark row cannot be decoded."""
+    """The store holds something sparkmark cannot use: a bookmark row that cannot be decoded, a
+    ledger status it does not know, a job's runs without its job row (edited in the store)."""
 
 
 class UnknownJobError(SparkmarkError, LookupError):

@@ -12,6 +12,7 @@ compares equal to its member, and a member can be written anywhere a string is e
 from __future__ import annotations
 
 from enum import Enum
+from typing import Iterable
 
 
 class RunStatus(str, Enum):
@@ -68,6 +69,38 @@ class PublishState(str, Enum):
 
     def __str__(self) -> str:
         return self.value
+
+
+def parse_statuses(values: "str | Iterable[str] | None") -> tuple[str, ...] | None:
+    """Run statuses as a user gave them (repeated, comma-separated, any case) -> the stored
+    values, in order, once each; ``None`` for none given.  An unknown word is a
+    :class:`~sparkmark.core.errors.ConfigError` naming the valid ones.
+
+    >>> parse_statuses(["failed,Succeeded", "FAILED"])
+    ('FAILED', 'SUCCEEDED')
+    >>> parse_statuses(None) is None
+    True
+    """
+    if values is None:
+        return None
+    items = [values] if isinstance(values, str) else list(values)
+    found: list[str] = []
+    for item in items:
+        for word in str(item).split(","):
+            word = word.strip()
+            if not word:
+                continue
+            try:
+                value = RunStatus(word.upper()).value
+            except ValueError:
+                from sparkmark.core.errors import ConfigError
+                raise ConfigError(
+                    f"unknown status {word[:40]!r}; use one of "
+                    f"{', '.join(s.value for s in RunStatus)} (any case, comma-separated)"
+                ) from None
+            if value not in found:
+                found.append(value)
+    return tuple(found) or None
 
 
 def plain(value: object) -> object:

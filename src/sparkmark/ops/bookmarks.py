@@ -65,14 +65,20 @@ class Bookmarks:
         JobBookmark``.  Example: ``Bookmarks().get("orders")["Version"]``"""
         return self.store.bookmark_entry(job_name, run_id)
 
-    def history(self, job_name: str) -> list[dict[str, Any]]:
+    def history(self, job_name: str, last: int | None = None) -> list[dict[str, Any]]:
         """Every bookmark version of the job, oldest first, each with ``Kind`` (commit, reset,
-        rewind, ...), ``CreatedTs`` and ``RewoundToRunId``.
+        rewind, ...), ``CreatedTs`` and ``RewoundToRunId``; ``last``: only the newest N (read
+        with a LIMIT).
 
-        Example: ``[h["Kind"] for h in Bookmarks().history("orders")]``
+        Example: ``[h["Kind"] for h in Bookmarks().history("orders", last=10)]``
         """
+        from sparkmark.core.errors import ConfigError
+        if last is not None and (isinstance(last, bool) or not isinstance(last, int)
+                                 or last < 1):
+            raise ConfigError(f"the number of versions to show (--limit, last=) must be a "
+                              f"positive number of versions, not {last!r}")
         out = []
-        for v in self.store.history(job_name):
+        for v in self.store.history(job_name, last=last):
             entry = v.as_entry()
             entry.update(Kind=v.kind, CreatedTs=v.created_ts, RewoundToRunId=v.source_run_id)
             out.append(entry)

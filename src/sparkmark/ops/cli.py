@@ -140,11 +140,14 @@ def bookmark_get(job: str = typer.Argument(..., help="Job name"),
 @bookmark_app.command("history")
 def bookmark_history(job: str = typer.Argument(..., help="Job name"),
                      format: str = typer.Option("table", "--format", "-f",
-                                                help="table or json")) -> None:
-    """List every version of a job's bookmark."""
+                                                help="table or json"),
+                     limit: Optional[int] = typer.Option(
+                         None, "--limit", help="Only the newest N versions (default: all)")
+                     ) -> None:
+    """List every version of a job's bookmark (--limit N: the newest N)."""
     def body() -> None:
-        rows = _bookmarks(create=False).history(job)
         _check_format(format, ("table", "json"))
+        rows = _bookmarks(create=False).history(job, last=limit)
         if format == "json":
             _echo_json(rows)
             return
@@ -248,8 +251,8 @@ def _check_format(fmt: str, allowed: tuple[str, ...]) -> None:
 
 
 REPORT_COLUMNS = ("pipeline", "module_id", "module_name", "job_name", "run_id", "run_number",
-                  "attempt", "status", "run_start", "run_end", "from", "until", "records_read",
-                  "records_written", "late_files", "note", "error")
+                  "attempt", "status", "run_start", "run_end", "duration_s", "from", "until",
+                  "files_read", "records_read", "records_written", "late_files", "note", "error")
 
 
 @app.command("report")
@@ -258,7 +261,18 @@ def report(pipeline: Optional[str] = typer.Option(None, "--pipeline", help="Only
                                                        help="Only these modules: "
                                                             + _MODULES_HELP),
            job: Optional[str] = typer.Option(None, "--job", help="Only this job"),
-           last: Optional[int] = typer.Option(None, "--last", help="Only the newest N runs"),
+           status: Optional[list[str]] = typer.Option(
+               None, "--status", help="Only runs with these statuses, e.g. failed,skipped "
+                                      "(repeatable, any case)"),
+           since: Optional[str] = typer.Option(
+               None, "--since", help="Only runs started then or later: an ISO date or "
+                                     "date-time (UTC unless it has an offset), or a span back "
+                                     "from now such as 24h or 7d"),
+           limit: Optional[int] = typer.Option(
+               None, "--limit", "--last", help="Only the newest N runs (default: 100 for the "
+                                               "table, 10,000 for html, all for json and csv; "
+                                               "--last is the same option)"),
+           every: bool = typer.Option(False, "--all", help="Every run (no --limit)"),
            format: str = typer.Option("table", "--format", "-f",
                                       help="table, json, csv or html"),
            output: Optional[str] = typer.Option(
@@ -268,35 +282,43 @@ def report(pipeline: Optional[str] = typer.Option(None, "--pipeline", help="Only
                                         "else UTC)")) -> None:
     """The run ledger (Overwatch's pipeline report); --format html writes one offline page."""
     def body() -> None:
-        from sparkmark.state.ledger import report_rows
+        from sparkmark.core.status import parse_statuses
+        from sparkmark.state.ledger import (parse_since, report_limit, report_rows,
+                                            runs_left_out)
+        from sparkmark.core.clock import system_clock
         from sparkmark.state import open_store
         _check_format(format, ("table", "json", "csv", "html"))
         ids = _module_ids(modules)
         module_ids: int | list[int] | None = ids[0] if ids and len(ids) == 1 else ids
-        if last is not None and last < 1:
-            raise SparkmarkError("--last must be a positive number of runs")
+        last = report_limit(format, limit, every)
+        statuses = parse_statuses(status)
+        started = None if since is None else parse_since(since, system_clock())
+        filters: dict[str, Any] = dict(pipeline=pipeline, module=module_ids, job=job,
+                                       statuses=statuses, since=started)
         if format == "html":
             if not output:
                 raise SparkmarkError("--format html needs --output FILE (e.g. --output "
                                      "runs.html)")
             from sparkmark.ops.report_html import write_html_report
-            done = write_html_report(output, CTX.state, pipeline=pipeline, module=module_ids,
-                                     job=job, last=last)
-            out.print(f"wrote {done['path']}: {done['runs']} run(s), "
+            done = write_html_report(output, CTX.state, last=last, **filters)
+            left = runs_left_out(CTX.state, done["runs"], last, **filters)
+            more = (f" ({left} older run(s) left out: --limit N for more, --all for every "
+                    "run)" if left else "")
+            out.print(f"wrote {done['path']}: {done['runs']} run(s){more}, "
                       f"{done['bytes'] / 1e6:.2f} MB; open it in a browser (works offline)")
             return
         if output:
             raise SparkmarkError("--output is for --format html; redirect the other formats "
                                  "(> file)")
-        rows = report_rows(open_store(CTX.state, create=False), pipeline=pipeline,
-                           module=module_ids, job=job,
-                           last=last, timezone=timezone)
+        store = open_store(CTX.state, create=False)
+        rows = report_rows(store, last=last, timezone=timezone, **filters)
         if format == "json":  # the run's config as an object, not a string inside JSON
             _echo_json([{**r, "config": _config_object(r["config"])} if "config" in r else r
                         for r in rows])
         elif format == "csv":
             buf = io.StringIO()
-            cols = list(rows[0].keys()) if rows else list(REPORT_COLUMNS)
+            from sparkmark.state.ledger import COLUMNS
+            cols = list(rows[0].keys()) if rows else list(COLUMNS)  # the same header, empty
             w = csv.DictWriter(buf, fieldnames=cols, extrasaction="ignore")
             w.writeheader()
             w.writerows(rows)
@@ -313,8 +335,13 @@ def report(pipeline: Optional[str] = typer.Option(None, "--pipeline", help="Only
                 t.add_row(*[status_text(r[c]) if c == "status" else
                             _cell(r.get(c), 80 if c == "error" else 0) for c in cols])
             out.print(t)
+            left = runs_left_out(store, len(rows), last, **filters)
             if not rows:
-                out.print("(no runs recorded yet)")
+                out.print("(no runs match these filters)" if statuses or since else
+                          "(no runs recorded yet)")
+            elif left:
+                out.print(f"({left} older run(s) not shown: the newest {len(rows)} are; "
+                          "--limit N for more, --all for every run)")
     _guard(body)
 
 

@@ -19,6 +19,8 @@ import time
 from importlib import resources
 from typing import Any
 
+from sparkmark.core.clock import format_ts
+from sparkmark.core.status import parse_statuses
 from sparkmark.state.ledger import ledger_rows, run_markers
 from sparkmark.state import StateStore, open_store
 
@@ -43,10 +45,14 @@ def _label(r: dict[str, Any]) -> str:
 
 def page_data(store: StateStore, pipeline: str | None = None,
               module: int | str | list[int] | None = None,
-              job: str | None = None, last: int | None = None) -> dict[str, Any]:
+              job: str | None = None, last: int | None = None, *,
+              statuses: Any = None, since: int | str | None = None) -> dict[str, Any]:
     """The page's data, columnar and compact (ints and dictionary-coded strings), so that
-    10,000 ledger rows stay well under the page's 5 MB budget."""
-    rows = ledger_rows(store, pipeline=pipeline, module=module, job=job, last=last)
+    10,000 ledger rows stay well under the page's 5 MB budget (filters as in
+    :func:`~sparkmark.state.ledger.ledger_rows`)."""
+    rows = ledger_rows(store, pipeline=pipeline, module=module, job=job, last=last,
+                       statuses=statuses, since=since)
+    shown_statuses = ",".join(parse_statuses(statuses) or ()) or None
     labels: list[str] = []
     label_ix: dict[str, int] = {}
     statuses = list(STATUS_COLOURS)
@@ -89,11 +95,11 @@ def page_data(store: StateStore, pipeline: str | None = None,
     bookmarks = {}
     for name in sorted(set(lane_job)):
         try:
-            hist = store.history(name)
+            hist = store.history(name, last=200)
         except Exception:  # noqa: BLE001 - a job with ledger rows but no job row: skip it
             continue
         bookmarks[name] = [[v.version, v.kind, v.run_id or v.source_run_id or "", v.created_ts,
-                            _short_state(v.state)] for v in hist[-200:]]
+                            _short_state(v.state)] for v in hist]
     # the per-file audit of the newest runs that read files: first FILES_PER_RUN each
     newest = [r["run_id"] for r in sorted(rows, key=lambda r: r["run_start_ts"] or 0,
                                           reverse=True)]
@@ -109,7 +115,10 @@ def page_data(store: StateStore, pipeline: str | None = None,
             "runs": cols, "bookmarks": bookmarks, "generated": int(time.time() * 1000),
             "store": store.display_url,
             "filters": {k: v for k, v in (("pipeline", pipeline), ("module", module),
-                                          ("job", job), ("last", last)) if v is not None}}
+                                          ("job", job), ("last", last),
+                                          ("status", shown_statuses),
+                                          ("since", format_ts(since) if isinstance(since, int)
+                                           else since)) if v is not None}}
 
 
 def _short_state(state: dict[str, Any]) -> str:
@@ -135,14 +144,17 @@ def render_html(data: dict[str, Any]) -> str:
 
 def write_html_report(path: str, state: str | StateStore | None = None, *,
                       pipeline: str | None = None, module: int | str | list[int] | None = None,
-                      job: str | None = None, last: int | None = None) -> dict[str, Any]:
-    """Write the page to ``path``; returns ``{"path", "runs", "bytes"}``.
+                      job: str | None = None, last: int | None = None,
+                      statuses: Any = None, since: int | str | None = None) -> dict[str, Any]:
+    """Write the page to ``path``; returns ``{"path", "runs", "bytes"}``.  Filters as in
+    :func:`~sparkmark.state.ledger.ledger_rows` (``last``: the newest N runs).
 
         write_html_report("ledger.html", pipeline="overwatch")
     """
     store = state if isinstance(state, StateStore) else open_store(state, create=False)
     refuse_output_onto_store(path, store)
-    data = page_data(store, pipeline=pipeline, module=module, job=job, last=last)
+    data = page_data(store, pipeline=pipeline, module=module, job=job, last=last,
+                     statuses=statuses, since=since)
     text = render_html(data)
     try:
         with open(path, "w", encoding="utf-8") as f:

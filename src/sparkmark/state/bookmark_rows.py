@@ -142,12 +142,23 @@ class BookmarkRows(LeaseRows):
             job = self._require_job(conn, job_name)
             return self._version(conn, job, job.current_version)
 
-    def history(self, job_name: str) -> list[BookmarkVersion]:
+    def history(self, job_name: str, last: int | None = None) -> list[BookmarkVersion]:
+        """Every bookmark version of the job, oldest first, from the initial (empty) one;
+        ``last``: only the newest N (a LIMIT in the query).
+
+        Example: ``store.history("orders", last=200)[-1].version``
+        """
         with self.tx("reading bookmarks") as conn:
             job = self._require_job(conn, job_name)
-            rows = conn.execute(select(versions).where(versions.c.job_name == job_name)
-                                .order_by(versions.c.version)).all()
-            return [self._empty_version(job)] + [self._version_from_row(r) for r in rows]
+            q = (select(versions).where(versions.c.job_name == job_name)
+                 .order_by(versions.c.version.desc()))
+            if last is not None:
+                q = q.limit(last)
+            rows = conn.execute(q).all()[::-1]
+            found = [self._version_from_row(r) for r in rows]
+            if last is None or len(found) < last:
+                found.insert(0, self._empty_version(job))
+            return found[-last:] if last is not None else found
 
     def reset(self, job_name: str, run_id: str | None = None, *, now: int) -> int:
         """Reset (empty state) or rewind (state committed by ``run_id``) as a new version."""

@@ -17,6 +17,28 @@ from sparkmark.state.schema import jobs, runs
 from sparkmark.state.store_base import StoreBase, cap
 
 
+def _run_filters(*, job_name: str | None, pipeline: str | None,
+                 module_id: int | list[int] | None, statuses: tuple[str, ...] | None,
+                 pipeline_run_id: str | None, started_from: int | None) -> list[Any]:
+    """The WHERE terms of a ledger read (none for a filter not given)."""
+    terms: list[Any] = []
+    if started_from is not None:
+        terms.append(runs.c.run_start_ts >= started_from)
+    if job_name is not None:
+        terms.append(runs.c.job_name == job_name)
+    if pipeline is not None:
+        terms.append(runs.c.pipeline == pipeline)
+    if isinstance(module_id, list):  # several modules
+        terms.append(runs.c.module_id.in_(module_id))
+    elif module_id is not None:
+        terms.append(runs.c.module_id == module_id)
+    if statuses:
+        terms.append(runs.c.status.in_([str(s) for s in statuses]))
+    if pipeline_run_id is not None:
+        terms.append(runs.c.pipeline_run_id == pipeline_run_id)
+    return terms
+
+
 class RunReads(StoreBase):
     """Ledger reads."""
 
@@ -33,23 +55,16 @@ class RunReads(StoreBase):
                   pipeline_run_id: str | None = None,
                   started_from: int | None = None,
                   columns: tuple[str, ...] | None = None) -> list[dict[str, Any]]:
-        """Ledger rows, oldest first (``last`` keeps the newest N; ``started_from``: runs that
-        started at or after this epoch ms; ``columns``: only these fields of each row)."""
+        """Ledger rows, oldest first (``last`` keeps the newest N; ``statuses``: only runs in
+        these; ``started_from``: runs that started at or after this epoch ms; ``columns``: only
+        these fields of each row).  Every filter and the limit are in the SQL.
+
+        Example: ``store.list_runs(job_name="orders", statuses=("FAILED",), last=10)``
+        """
         q = select(*(runs.c[c] for c in columns)) if columns else select(runs)
-        if started_from is not None:
-            q = q.where(runs.c.run_start_ts >= started_from)
-        if job_name is not None:
-            q = q.where(runs.c.job_name == job_name)
-        if pipeline is not None:
-            q = q.where(runs.c.pipeline == pipeline)
-        if isinstance(module_id, list):  # several modules
-            q = q.where(runs.c.module_id.in_(module_id))
-        elif module_id is not None:
-            q = q.where(runs.c.module_id == module_id)
-        if statuses:
-            q = q.where(runs.c.status.in_(statuses))
-        if pipeline_run_id is not None:
-            q = q.where(runs.c.pipeline_run_id == pipeline_run_id)
+        q = q.where(*_run_filters(job_name=job_name, pipeline=pipeline, module_id=module_id,
+                                  statuses=statuses, pipeline_run_id=pipeline_run_id,
+                                  started_from=started_from))
         q = q.order_by(runs.c.run_start_ts.desc(), runs.c.job_name.desc(),
                        runs.c.run_number.desc(), runs.c.attempt.desc())
         if last is not None:
@@ -57,6 +72,22 @@ class RunReads(StoreBase):
         with self.tx("reading the ledger") as conn:
             rows = [dict(r._mapping) for r in conn.execute(q)]
         return rows[::-1]
+
+    def count_runs(self, *, job_name: str | None = None, pipeline: str | None = None,
+                   module_id: int | list[int] | None = None,
+                   statuses: tuple[str, ...] | None = None,
+                   pipeline_run_id: str | None = None,
+                   started_from: int | None = None) -> int:
+        """How many ledger rows :meth:`list_runs` would return without ``last`` (one
+        ``COUNT`` in the database).
+
+        Example: ``store.count_runs(job_name="orders", statuses=("FAILED",))``
+        """
+        q = select(sa.func.count()).select_from(runs).where(*_run_filters(
+            job_name=job_name, pipeline=pipeline, module_id=module_id, statuses=statuses,
+            pipeline_run_id=pipeline_run_id, started_from=started_from))
+        with self.tx("reading the ledger") as conn:
+            return int(conn.execute(q).scalar() or 0)
 
     def module_marks(self, job_names: list[str], pipeline: str | None = None
                      ) -> dict[str, list[dict[str, Any]]]:

@@ -49,6 +49,29 @@ _Q_TO_RECOVER = select(runs).where(
     runs.c.publish_state.in_(_RECOVERABLE),
     runs.c.status != RunStatus.RUNNING)
 
+
+def _unknown_status_exists() -> Any:
+    """Whether a ledger row of the job has a status that is not a :class:`RunStatus` (written
+    by hand), as one EXISTS per gap between the known statuses in sorted order (``status <
+    'EMPTY'``, ``'EMPTY' < status < 'FAILED'``, ..., ``status > 'SUCCEEDED'``): each is one
+    lookup in ``ix_sm_runs_status``, where ``NOT IN`` would walk all the job's runs."""
+    known = sorted(s.value for s in RunStatus)
+    bounds = [None, *known, None]
+    checks = []
+    for low, high in zip(bounds, bounds[1:]):
+        terms = [runs.c.job_name == jobs.c.job_name]
+        if low is not None:
+            terms.append(runs.c.status > sa.literal_column(f"'{low}'"))
+        if high is not None:
+            terms.append(runs.c.status < sa.literal_column(f"'{high}'"))
+        checks.append(sa.exists().where(*terms))
+    return sa.or_(*checks)
+
+
+_Q_UNKNOWN_STATUS = select(runs.c.run_id, runs.c.status).where(
+    runs.c.job_name == bindparam("b_job"),
+    runs.c.status.not_in([s.value for s in RunStatus])).order_by(runs.c.run_start_ts).limit(1)
+
 _Q_COMMIT_JOB = select(jobs, _STORE_ID_COLUMN, sa.exists().where(
     files.c.job_name == jobs.c.job_name, files.c.read_ts < bindparam("b_before")).label(
     "sm_files_expired")).where(jobs.c.job_name == bindparam("b_job")).with_for_update()
@@ -57,7 +80,8 @@ _Q_BEGIN_JOB = select(jobs, _STORE_ID_COLUMN, select(versions.c.state).where(
     versions.c.version == jobs.c.current_version).scalar_subquery().label(
     "sm_version_state"), sa.exists().where(
     runs.c.job_name == jobs.c.job_name, runs.c.publish_state.in_(_RECOVERABLE),
-    runs.c.status != RunStatus.RUNNING).label("sm_to_recover")).where(
+    runs.c.status != RunStatus.RUNNING).label("sm_to_recover"),
+    _unknown_status_exists().label("sm_unknown_status")).where(
     jobs.c.job_name == bindparam("b_job")).with_for_update()
 _U_JOB = jobs.update().where(jobs.c.job_name == bindparam("b_job"))
 _U_RUN = runs.update().where(runs.c.run_id == bindparam("b_run"))
@@ -132,6 +156,8 @@ class RunRows(BookmarkRows, AuditRows):
                     job_name=job_name, current_version=0, run_number=0, attempt=0,
                     created_ts=now))
                 job = conn.execute(_Q_BEGIN_JOB, {"b_job": job_name}).first()
+            if job.sm_unknown_status:
+                self._refuse_unknown_status(conn, job_name, run_id)
             taken_over: list[dict[str, Any]] = []
             attempt = job.attempt
             if job.active_run_id is not None:
@@ -273,6 +299,21 @@ class RunRows(BookmarkRows, AuditRows):
                 "in the state store but no job row (deleted by hand?); nothing was read or "
                 "changed. Restore the store from a backup, or delete the job's rows from "
                 "sm_bookmark_versions and sm_runs too to start it over on purpose")
+
+    def _refuse_unknown_status(self, conn: Connection, job_name: str, run_id: str) -> None:
+        """A ledger row of the job holds a status sparkmark never writes (edited by hand):
+        planning would silently ignore that run (a window read twice, or skipped), so the run
+        does not start; the caller's transaction is rolled back, nothing is written."""
+        bad = conn.execute(_Q_UNKNOWN_STATUS, {"b_job": job_name}).first()
+        where = (f"run {bad.run_id} has status {cap(bad.status, 40)!r}" if bad is not None
+                 else "a run has a status")
+        raise StateCorruptError(
+            f"job {cap(job_name)!r}: {where} in the ledger (sm_runs) of state store "
+            f"{self.display_url}, which sparkmark does not know (not one of "
+            f"{', '.join(s.value for s in RunStatus)}; edited in the store?); run {run_id} did not "
+            "start, and nothing was read or changed. Set that row's status back to what the "
+            "run ended with (a row with an end_version committed: SUCCEEDED, or EMPTY if it "
+            "wrote nothing; else FAILED), or restore the store from a backup")
 
     def runs_to_recover(self, job_name: str) -> list[dict[str, Any]]:
         """Finished runs of a job whose output is still staged, not yet published, or rolled

@@ -8,6 +8,9 @@ Schema history:
      a scan of every run's outputs (34 ms per write at 100,000 runs); and index
      ix_sm_runs_publish, so an init's "runs left to publish" is one too (21 ms at 50,000 runs
      of the job).
+  4. index ix_sm_runs_status (job_name, status), so that a run's begin can tell in a few index
+     lookups, however long the job's history, whether a ledger row holds a status sparkmark
+     does not know (edited by hand) and refuse to start.
 
 To change the schema: bump ``SCHEMA_VERSION`` and add a function to ``UPGRADES`` that takes a
 connection at version N-1 to N.  ``ensure_schema`` applies the missing steps in one transaction
@@ -23,7 +26,7 @@ from sqlalchemy import (BigInteger, Column, Connection, Index, Integer, MetaData
 
 from sparkmark.planning.bands import path_hash
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 metadata = MetaData()
 
@@ -97,6 +100,8 @@ runs = Table(
     # every init looks up its job's runs with output still to publish or discard (schema 3:
     # without it that scanned all the job's runs, 21 ms at 50,000)
     Index("ix_sm_runs_publish", "job_name", "publish_state"),
+    # every begin checks that no row of its job has a status sparkmark does not know (schema 4)
+    Index("ix_sm_runs_status", "job_name", "status"),
 )
 
 # The per-file audit: one row per file a committed run read, written in the commit's own
@@ -171,9 +176,15 @@ def _add_targets_table(conn: Connection) -> None:
         conn.execute(targets.insert(), batch[i:i + 5_000])
 
 
+def _add_status_index(conn: Connection) -> None:
+    # checkfirst: a store set back to an older version by hand may still have it
+    next(ix for ix in runs.indexes if ix.name == "ix_sm_runs_status").create(conn, checkfirst=True)
+
+
 UPGRADES: dict[int, Callable[[Connection], None]] = {
     2: _add_files_table,
     3: _add_targets_table,
+    4: _add_status_index,
 }
 
 
