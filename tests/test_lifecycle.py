@@ -84,6 +84,45 @@ def test_disable_reads_everything_and_writes_no_state(state_url, clock):
     assert _ledger(state_url)[-1]["bookmark_option"] == DISABLE
 
 
+def _off_warnings(caplog) -> list[str]:
+    return [r.getMessage() for r in caplog.records
+            if r.name == "sparkmark.lifecycle.job" and r.levelname == "WARNING"
+            and "bookmarks disabled" in r.getMessage()]
+
+
+@pytest.mark.parametrize("args", [None, {}, {"job_bookmark_option": DISABLE},
+                                  ["--job-bookmark-option", "job-bookmark-disable"]])
+def test_a_bookmarked_read_with_bookmarks_off_warns_once_per_run(sqlite_url, clock, caplog, args):
+    caplog.set_level("WARNING", logger="sparkmark.lifecycle.job")
+    job = Job(None, state=sqlite_url, clock=clock).init("orders", args)
+    assert _off_warnings(caplog) == []  # nothing read yet
+    job.bookmark(None)  # a read without transformation_ctx reads everything on purpose
+    assert _off_warnings(caplog) == []
+    for ctx in ("src", "emp", "more"):  # however many reads: once
+        assert job.bookmark(ctx).mode is ReadMode.ALL
+        job.record_read(ctx, {"high": 1}, {"new_input": True})
+    job.commit()
+    [text] = _off_warnings(caplog)
+    assert "job 'orders' reads transformation_ctx 'src' with bookmarks disabled" in text
+    assert "every run of this job re-reads all of its input" in text
+    assert "--job-bookmark-option job-bookmark-enable" in text
+    assert "'job_bookmark_option': 'job-bookmark-enable'" in text
+    # the next run warns again (once)
+    job.init("orders", args)
+    job.bookmark("src")
+    job.bookmark("emp")
+    job.commit()
+    assert len(_off_warnings(caplog)) == 2
+
+
+@pytest.mark.parametrize("option", [ENABLE, PAUSE])
+def test_bookmarks_on_or_paused_do_not_warn(sqlite_url, clock, caplog, option):
+    caplog.set_level("WARNING", logger="sparkmark.lifecycle.job")
+    _run(sqlite_url, clock, elements={"src": {"high": 1}})
+    _run(sqlite_url, clock, args={"job_bookmark_option": option}, elements={"src": {"high": 2}})
+    assert _off_warnings(caplog) == []
+
+
 def test_pause_reads_since_last_state_without_saving(state_url, clock):
     _run(state_url, clock, elements={"src": {"high": 1}})
     _, seen = _run(state_url, clock, args={"job_bookmark_option": PAUSE},

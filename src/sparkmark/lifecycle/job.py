@@ -178,6 +178,7 @@ class Job:
         self._records_written = 0
         self._config_extra: dict[str, Any] = {}
         self._active = False
+        self._warned_off = False  # the bookmarks-disabled warning, once per run
         self._heartbeat: Heartbeat | None = None
         self._commit_checks: list[Callable[[], None]] = []
         self._concurrent_checks: list[Callable[[], None]] = []
@@ -592,6 +593,7 @@ class Job:
                 "source its own transformation_ctx")
         option = self.args.option if self.args else None
         if option not in (ENABLE, PAUSE):
+            self._warn_bookmarks_off(ctx)
             return SourceBookmark(ctx=ctx, mode=ReadMode.ALL, listing_ts=self.snapshot_ts)
         if self._from_state is not None:
             return SourceBookmark(ctx=ctx, mode=ReadMode.REPLAY,
@@ -600,6 +602,21 @@ class Job:
                                   listing_ts=self.snapshot_ts, save=False)
         return SourceBookmark(ctx=ctx, mode=ReadMode.INCREMENTAL, previous=self._state.get(ctx),
                               listing_ts=self.snapshot_ts, save=option == ENABLE)
+
+    def _warn_bookmarks_off(self, ctx: str) -> None:
+        """A read that names a transformation_ctx expects a bookmark; with bookmarks disabled
+        (Glue's default) every run reads everything.  Said once per run, on this module's
+        logger (a Glue job's driver log shows it)."""
+        if self._warned_off:
+            return
+        self._warned_off = True
+        log.warning(
+            "sparkmark: job %r reads transformation_ctx %r with bookmarks disabled "
+            "(--job-bookmark-option job-bookmark-disable, also the default when no option is "
+            "given): every run of this job re-reads all of its input and saves no bookmark. To "
+            "read only new input, pass --job-bookmark-option job-bookmark-enable, e.g. "
+            "job.init(%r, {'job_bookmark_option': 'job-bookmark-enable'}); to read everything "
+            "on purpose, read without transformation_ctx", self.job_name, ctx, self.job_name)
 
     def _jdbc_tables(self) -> dict[str, str]:
         """This run's JDBC sources: transformation_ctx -> table."""
