@@ -295,3 +295,37 @@ def test_every_version_is_kept_as_json(state_url, clock):
     assert [h["Version"] for h in hist] == list(range(6))
     assert [h["JobBookmark"].get("src") for h in hist[1:]] == [{"high": i} for i in range(5)]
     json.dumps(hist)
+
+
+def test_the_default_state_file_is_refused_on_a_cluster_mode_driver(spark, sqlite_url, tmp_path,
+                                                                    monkeypatch):
+    """A cluster-mode driver's working directory is thrown away with its container: the default
+    ./.sparkmark/state.db there would make every run a first run.  A real local session whose
+    spark.submit.deployMode says cluster (a session of its own: the shared one is untouched)."""
+    from sparkmark import Pipeline
+    monkeypatch.delenv("SPARKMARK_STATE", raising=False)
+    monkeypatch.chdir(tmp_path)
+    session = spark.newSession()
+    session.conf.set("spark.sql.legacy.setCommandRejectsSparkCoreConfs", "false")
+    session.conf.set("spark.submit.deployMode", "cluster")
+    for make in (lambda: Job(session), lambda: Job(session, state=""),
+                 lambda: Pipeline("p", session)):
+        with pytest.raises(ConfigError) as e:
+            make()
+        text = str(e.value)
+        assert "spark.submit.deployMode=cluster" in text and "every run would be a first" in text
+        assert "state=" in text and "env SPARKMARK_STATE" in text
+        assert "spark.yarn.appMasterEnv.SPARKMARK_STATE" in text
+        assert "spark.kubernetes.driverEnv.SPARKMARK_STATE" in text
+    assert not (tmp_path / ".sparkmark").exists()  # nothing was created
+    # the ways out: a given state (even a SQLite one), or the env var
+    Job(session, state=sqlite_url).init("orders", EN).commit()
+    monkeypatch.setenv("SPARKMARK_STATE", sqlite_url)
+    Job(session).init("orders", EN).commit()
+    assert len(_ledger(sqlite_url)) == 2
+    # client mode (and the shared local session) keep the default
+    monkeypatch.delenv("SPARKMARK_STATE")
+    session.conf.set("spark.submit.deployMode", "client")
+    Job(session)
+    assert (tmp_path / ".sparkmark" / "state.db").exists()
+    Job(spark)

@@ -51,7 +51,7 @@ from sparkmark.sinks import write_files, write_jdbc, write_table
 from sparkmark.sources.files import read_files
 from sparkmark.sources.jdbc import read_jdbc
 from sparkmark.sources.table import read_table
-from sparkmark.state import StateStore, open_store
+from sparkmark.state import StateStore, open_store, refuse_default_on_cluster
 from sparkmark.state.heartbeat import Heartbeat
 from sparkmark.state.lease import DEFAULT_LEASE_MS
 from sparkmark.core.status import PublishState, RunStatus
@@ -139,6 +139,7 @@ class Job:
             compat.check_supported(spark)  # Spark 3.5.x or 4.x, else one clear error
             quick_acks(spark)  # py4j answers over 8 KB without a 40 ms delayed-ACK stall
         self._spark = spark
+        refuse_default_on_cluster(spark, state)  # a throwaway driver's ./.sparkmark: refused
         self.store: StateStore = state if isinstance(state, StateStore) else open_store(state)
         self.clock: Clock = clock or system_clock
         self.lease_ms = lease_ms or DEFAULT_LEASE_MS
