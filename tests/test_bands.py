@@ -499,3 +499,26 @@ def test_replay_equals_the_union_of_the_runs_in_between(timeline, data):
     assume(i < j)
     want = set().union(*selections[i:j])
     assert set(plan_replay(files, states[i], states[j])) == want
+
+
+@pytest.mark.parametrize("key, meant", [
+    ("incrementalListings", "incrementalListing"), ("lateFile", "lateFiles"),
+    ("LATEFILE", "lateFiles"), ("boundedFile", "boundedFiles"), ("maxBands", "maxBand"),
+    ("onModify", "onModified"), ("exclusion", "exclusions"),
+    ("schemaEvolutions", "schemaEvolution"), ("fullListingIntervals", "fullListingInterval"),
+])
+def test_a_near_miss_of_a_sparkmark_option_is_refused_with_a_did_you_mean(key, meant):
+    with pytest.raises(ConfigError) as e:
+        split_options({key: "true", "header": "true"})
+    assert str(e.value).startswith(f"unknown option {key!r}; did you mean {meant!r}?")
+
+
+@pytest.mark.parametrize("key", [
+    "header", "multiLine", "mode", "inferSchema", "samplingRatio", "recursiveFileLookup",
+    "pathGlobFilter", "modifiedAfter", "modifiedBefore", "ignoreMissingFiles", "rowTag",
+    "MULTILINE", "maxFilesPerTrigger", "recurseFileLookup", "lateness", "excludes",
+    "mycompany.customOption", "schemaEvolution",
+])
+def test_spark_reader_options_and_unrelated_names_still_go_to_spark(key):
+    _, reader = split_options({key: "x", "maxBand": 1000})
+    assert reader == {key: "x"}

@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 
 from sparkmark import Bookmarks, Job
-from sparkmark.core.errors import (ConcurrentRunError, ConfigError, JobStateError, UnknownJobError,
-                              UnknownRunError)
+from sparkmark.core.errors import (ConcurrentRunError, ConfigError, JobStateError, UnknownRunError)
 from sparkmark.core.options import ENABLE
 
 from test_jdbc_derby import derby  # noqa: F401 - the embedded Derby fixture
@@ -82,8 +81,9 @@ def test_set_bad_inputs_change_nothing(spark, sqlite_url, clock, tmp_path):
     for kwargs, message in cases:
         with pytest.raises(ConfigError, match=message.replace("(", r"\(")):
             bm.set("orders", "src", spark=spark, **kwargs)
-    with pytest.raises(UnknownJobError):
-        bm.set("nobody", "src", after="2024-05-01")
+    with pytest.raises(ConfigError, match="has no transformation_ctx 'nosuch'; its bookmark "
+                                          "knows 'src'"):
+        bm.set("orders", "nosuch", after="2024-05-01")
     with pytest.raises(ConfigError, match="--ctx"):
         bm.set("orders", " ", after="2024-05-01")
     assert (bm.get("orders"), len(bm.history("orders"))) == before
@@ -130,6 +130,75 @@ def test_set_jdbc_after_key_and_its_errors(spark, derby, sqlite_url, clock):  # 
     bm.set("emp", "src", after_key=["8"])  # skip 6..8
     assert bm.get("emp")["JobBookmark"]["src"]["last"] == [8]
     assert run() == [9, 10]
+
+
+def files_element(ms: int) -> dict:
+    """A file source's element as a run commits it (everything up to ``ms`` read)."""
+    return {"kind": "files", "v": 1, "low": ms, "high": ms, "listing_ts": ms, "band": 900000,
+            "files": {}}
+
+
+def cli(*args: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != "SPARKMARK_STATE"}
+    return subprocess.run([SPARKMARK, *args], capture_output=True, text=True, env=env,
+                          timeout=120)
+
+
+def test_set_refuses_a_ctx_the_bookmark_does_not_know(sqlite_url, clock):
+    job = Job(None, state=sqlite_url, clock=clock).init("orders", EN)
+    for ctx in ("src", "emp"):
+        job.bookmark(ctx)
+        job.record_read(ctx, files_element(clock.now - MIN), {"new_input": True})
+    job.commit()
+    clock.advance(MIN)
+    bm = Bookmarks(sqlite_url, clock=clock)
+    before = (bm.get("orders"), bm.history("orders"))
+    message = ("job 'orders' has no transformation_ctx 'nosuch'; its bookmark knows 'emp', "
+               "'src'. Nothing was changed.")
+    with pytest.raises(ConfigError) as e:
+        bm.set("orders", "nosuch", after=iso(clock.now - MIN))
+    assert str(e.value).startswith(message) and "--new-ctx" in str(e.value)
+    res = cli("--state", sqlite_url, "bookmark", "set", "orders", "--ctx", "nosuch", "--after",
+              iso(clock.now - MIN))
+    assert res.returncode == 2 and res.stderr.count("\n") == 1, res.stderr
+    assert message in res.stderr
+    assert (bm.get("orders"), bm.history("orders")) == before
+    # a context an earlier version held is known (set after a reset), and --new-ctx seeds one
+    bm.reset("orders")
+    bm.set("orders", "src", after=iso(clock.now - 2 * MIN))
+    res = cli("--state", sqlite_url, "bookmark", "set", "orders", "--ctx", "fresh", "--after",
+              iso(clock.now - 3 * MIN), "--new-ctx")
+    assert res.returncode == 0, res.stderr
+    state = bm.get("orders")["JobBookmark"]
+    assert sorted(state) == ["fresh", "src"]
+    assert state["fresh"]["low"] == clock.now - 3 * MIN
+    # a job that ran only with bookmarks disabled has no bookmark to check against: any ctx
+    Job(None, state=sqlite_url, clock=clock).init("off", {}).commit()
+    assert bm.set("off", "anything", after=iso(clock.now - MIN)) == 1
+
+
+def test_set_seeds_the_bookmark_of_a_job_that_never_ran(spark, sqlite_url, clock, tmp_path):
+    """The cut-over from Glue: the job has no row in this store yet; `bookmark set` creates it
+    with that one element, and its first run reads only what came after."""
+    src = tmp_path / "src"
+    t0 = clock.now
+    add_file(src, "old.json", [1], t0 - 100 * MIN)  # Glue read these already
+    add_file(src, "older.json", [2], t0 - 200 * MIN)
+    add_file(src, "new.json", [3], t0 - 10 * MIN)
+    Job(None, state=sqlite_url, clock=clock).init("other", EN).commit()  # the store exists
+    res = cli("--state", sqlite_url, "bookmark", "set", "cutover", "--ctx", "src", "--after",
+              iso(t0 - 50 * MIN))
+    assert res.returncode == 0, res.stderr
+    assert "bookmark of cutover: context src set; now version 1" in res.stdout
+    assert "job cutover had not run with this state store" in res.stdout
+    bm = Bookmarks(sqlite_url, clock=clock)
+    assert [h["Kind"] for h in bm.history("cutover")] == ["initial", "set"]
+    assert bm.get("cutover")["JobBookmark"]["src"]["low"] == t0 - 50 * MIN
+    assert read_run(spark, sqlite_url, clock, src, name="cutover") == [3]
+    # --processed works the same way for a job that never ran
+    add_file(src, "skip.json", [4], t0 - 5 * MIN)
+    bm.set("cutover2", "src", processed=[str(src / "skip.json")], spark=spark)
+    assert read_run(spark, sqlite_url, clock, src, name="cutover2") == [1, 2, 3]
 
 
 def test_release_a_run_that_will_never_finish(sqlite_url, clock):

@@ -54,6 +54,10 @@ BAD = [
     (dict(options={"badRecordsPath": "/tmp/bad"}), ConfigError, "PERMISSIVE"),
     (dict(options={"schema": "id INT,, x"}), ConfigError, "schema"),
     (dict(path=""), ConfigError, "empty"),
+    (dict(options={"incrementalListings": "true"}), ConfigError,
+     "unknown option 'incrementalListings'; did you mean 'incrementalListing'?"),
+    (dict(options={"lateFile": "read", "header": "true"}), ConfigError,
+     "unknown option 'lateFile'; did you mean 'lateFiles'?"),
 ]
 
 

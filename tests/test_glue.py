@@ -385,6 +385,40 @@ def test_seed_flow_enable_pause_from_to_and_reset(glue, mapped, state_url, clock
     assert r3 != r2
 
 
+def test_misspelt_file_options_are_refused_with_a_did_you_mean(glue, tmp_path, sqlite_url,
+                                                               clock):
+    """A connection option or a format option close to a real one is one clear error, with or
+    without a running job (Spark would otherwise ignore the misspelt name)."""
+    from sparkmark.glue.job import Job
+    src = tmp_path / "in"
+    _write(f"{src}/a.csv", "id,v\n1,x\n", clock.now - 10 * MIN)
+    cases = [
+        (dict(connection_options={"paths": [str(src)], "boundedFile": 3}),
+         "unknown connection option 'boundedFile'; did you mean 'boundedFiles'?"),
+        (dict(connection_options={"paths": [str(src)], "lateFiles": "read"}),
+         "lateFiles is a file option of sparkmark: give it in format_options"),
+        (dict(connection_options={"paths": [str(src)]},
+              format_options={"withHeader": True, "incrementalListings": "true"}),
+         "unknown option 'incrementalListings'; did you mean 'incrementalListing'?"),
+    ]
+    for running in (False, True):
+        job = Job(glue, state=sqlite_url, clock=clock)
+        if running:
+            job.init("opts", {"job_bookmark_option": "job-bookmark-enable"})
+        for kwargs, words in cases:
+            with pytest.raises(ConfigError) as e:
+                glue.create_dynamic_frame.from_options("file", format="csv",
+                                                       transformation_ctx="src", **kwargs)
+            assert words in str(e.value)
+        if running:
+            job.commit()
+    # the right spellings read
+    frame = glue.create_dynamic_frame.from_options(
+        "file", {"paths": [str(src)]}, format="csv",
+        format_options={"withHeader": True, "lateFiles": "read"}, transformation_ctx="src")
+    assert [r.id for r in frame.toDF().collect()] == ["1"]
+
+
 def test_from_options_glue_s3_options(glue, tmp_path, sqlite_url, clock, request):
     from sparkmark.glue.job import Job
     src = tmp_path / "in"

@@ -84,6 +84,45 @@ def test_disable_reads_everything_and_writes_no_state(state_url, clock):
     assert _ledger(state_url)[-1]["bookmark_option"] == DISABLE
 
 
+def _off_warnings(caplog) -> list[str]:
+    return [r.getMessage() for r in caplog.records
+            if r.name == "sparkmark.lifecycle.job" and r.levelname == "WARNING"
+            and "bookmarks disabled" in r.getMessage()]
+
+
+@pytest.mark.parametrize("args", [None, {}, {"job_bookmark_option": DISABLE},
+                                  ["--job-bookmark-option", "job-bookmark-disable"]])
+def test_a_bookmarked_read_with_bookmarks_off_warns_once_per_run(sqlite_url, clock, caplog, args):
+    caplog.set_level("WARNING", logger="sparkmark.lifecycle.job")
+    job = Job(None, state=sqlite_url, clock=clock).init("orders", args)
+    assert _off_warnings(caplog) == []  # nothing read yet
+    job.bookmark(None)  # a read without transformation_ctx reads everything on purpose
+    assert _off_warnings(caplog) == []
+    for ctx in ("src", "emp", "more"):  # however many reads: once
+        assert job.bookmark(ctx).mode is ReadMode.ALL
+        job.record_read(ctx, {"high": 1}, {"new_input": True})
+    job.commit()
+    [text] = _off_warnings(caplog)
+    assert "job 'orders' reads transformation_ctx 'src' with bookmarks disabled" in text
+    assert "every run of this job re-reads all of its input" in text
+    assert "--job-bookmark-option job-bookmark-enable" in text
+    assert "'job_bookmark_option': 'job-bookmark-enable'" in text
+    # the next run warns again (once)
+    job.init("orders", args)
+    job.bookmark("src")
+    job.bookmark("emp")
+    job.commit()
+    assert len(_off_warnings(caplog)) == 2
+
+
+@pytest.mark.parametrize("option", [ENABLE, PAUSE])
+def test_bookmarks_on_or_paused_do_not_warn(sqlite_url, clock, caplog, option):
+    caplog.set_level("WARNING", logger="sparkmark.lifecycle.job")
+    _run(sqlite_url, clock, elements={"src": {"high": 1}})
+    _run(sqlite_url, clock, args={"job_bookmark_option": option}, elements={"src": {"high": 2}})
+    assert _off_warnings(caplog) == []
+
+
 def test_pause_reads_since_last_state_without_saving(state_url, clock):
     _run(state_url, clock, elements={"src": {"high": 1}})
     _, seen = _run(state_url, clock, args={"job_bookmark_option": PAUSE},
@@ -256,3 +295,37 @@ def test_every_version_is_kept_as_json(state_url, clock):
     assert [h["Version"] for h in hist] == list(range(6))
     assert [h["JobBookmark"].get("src") for h in hist[1:]] == [{"high": i} for i in range(5)]
     json.dumps(hist)
+
+
+def test_the_default_state_file_is_refused_on_a_cluster_mode_driver(spark, sqlite_url, tmp_path,
+                                                                    monkeypatch):
+    """A cluster-mode driver's working directory is thrown away with its container: the default
+    ./.sparkmark/state.db there would make every run a first run.  A real local session whose
+    spark.submit.deployMode says cluster (a session of its own: the shared one is untouched)."""
+    from sparkmark import Pipeline
+    monkeypatch.delenv("SPARKMARK_STATE", raising=False)
+    monkeypatch.chdir(tmp_path)
+    session = spark.newSession()
+    session.conf.set("spark.sql.legacy.setCommandRejectsSparkCoreConfs", "false")
+    session.conf.set("spark.submit.deployMode", "cluster")
+    for make in (lambda: Job(session), lambda: Job(session, state=""),
+                 lambda: Pipeline("p", session)):
+        with pytest.raises(ConfigError) as e:
+            make()
+        text = str(e.value)
+        assert "spark.submit.deployMode=cluster" in text and "every run would be a first" in text
+        assert "state=" in text and "env SPARKMARK_STATE" in text
+        assert "spark.yarn.appMasterEnv.SPARKMARK_STATE" in text
+        assert "spark.kubernetes.driverEnv.SPARKMARK_STATE" in text
+    assert not (tmp_path / ".sparkmark").exists()  # nothing was created
+    # the ways out: a given state (even a SQLite one), or the env var
+    Job(session, state=sqlite_url).init("orders", EN).commit()
+    monkeypatch.setenv("SPARKMARK_STATE", sqlite_url)
+    Job(session).init("orders", EN).commit()
+    assert len(_ledger(sqlite_url)) == 2
+    # client mode (and the shared local session) keep the default
+    monkeypatch.delenv("SPARKMARK_STATE")
+    session.conf.set("spark.submit.deployMode", "client")
+    Job(session)
+    assert (tmp_path / ".sparkmark" / "state.db").exists()
+    Job(spark)

@@ -151,6 +151,24 @@ def _read_iceberg(spark: Any, job: "SparkmarkJob | None", table: str, opts: dict
                           f"{str(e).strip().splitlines()[0][:300]}") from None
 
 
+def _did_you_mean(key: str) -> str:
+    """`` did you mean 'boundedFiles'?`` for a near-miss of an S3 connection option (or of one
+    of sparkmark's file options, which go in format_options), else ``""``."""
+    from sparkmark.planning.bands import OWN_OPTION_NAMES
+    from sparkmark.planning.option_names import CUTOFF, closest
+    names = ("paths", *_S3_BOOKMARK, *_S3_IGNORED, *_S3_UNSUPPORTED, *OWN_OPTION_NAMES)
+    best = closest(key, dict.fromkeys(names))
+    if best is None or best[1] < CUTOFF:
+        return ""
+    if best[0] in ("paths", *_S3_BOOKMARK, *_S3_IGNORED):
+        return f" did you mean {best[0]!r}?"
+    if best[0] in _S3_UNSUPPORTED:
+        return ""  # no point suggesting what is refused anyway
+    if best[0].lower() == key.lower():
+        return f" {best[0]} is a file option of sparkmark: give it in format_options."
+    return f" did you mean {best[0]!r} (in format_options)?"
+
+
 def _s3_options(connection_options: dict[str, Any], call: str) -> tuple[list[str], dict]:
     opts = dict(connection_options)
     raw = opts.pop("paths", None)
@@ -173,9 +191,11 @@ def _s3_options(connection_options: dict[str, Any], call: str) -> tuple[list[str
             raise GlueUnsupportedError(unsupported_message(
                 f"{call} connection option {key!r}", _S3_UNSUPPORTED[key]))
         else:
-            raise ConfigError(f"{call}: unknown connection option {key!r}; sparkmark.glue "
-                              f"supports paths, {', '.join(_S3_BOOKMARK)} (and ignores "
-                              f"{', '.join(_S3_IGNORED)}); reader options go in format_options")
+            raise ConfigError(f"{call}: unknown connection option {key!r};{_did_you_mean(key)} "
+                              f"sparkmark.glue supports paths, {', '.join(_S3_BOOKMARK)} (and "
+                              f"ignores {', '.join(_S3_IGNORED)}); reader options and "
+                              "sparkmark's own file options (lateFiles, incrementalListing, "
+                              "...) go in format_options")
     return list(raw), bookmark
 
 

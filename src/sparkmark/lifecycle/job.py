@@ -51,7 +51,7 @@ from sparkmark.sinks import write_files, write_jdbc, write_table
 from sparkmark.sources.files import read_files
 from sparkmark.sources.jdbc import read_jdbc
 from sparkmark.sources.table import read_table
-from sparkmark.state import StateStore, open_store
+from sparkmark.state import StateStore, open_store, refuse_default_on_cluster
 from sparkmark.state.heartbeat import Heartbeat
 from sparkmark.state.lease import DEFAULT_LEASE_MS
 from sparkmark.core.status import PublishState, RunStatus
@@ -139,6 +139,7 @@ class Job:
             compat.check_supported(spark)  # Spark 3.5.x or 4.x, else one clear error
             quick_acks(spark)  # py4j answers over 8 KB without a 40 ms delayed-ACK stall
         self._spark = spark
+        refuse_default_on_cluster(spark, state)  # a throwaway driver's ./.sparkmark: refused
         self.store: StateStore = (state if isinstance(state, StateStore) else
                                   open_store(state, conf=compat.spark_conf_getter(spark)))
         self.clock: Clock = clock or system_clock
@@ -179,6 +180,7 @@ class Job:
         self._records_written = 0
         self._config_extra: dict[str, Any] = {}
         self._active = False
+        self._warned_off = False  # the bookmarks-disabled warning, once per run
         self._heartbeat: Heartbeat | None = None
         self._commit_checks: list[Callable[[], None]] = []
         self._concurrent_checks: list[Callable[[], None]] = []
@@ -593,6 +595,7 @@ class Job:
                 "source its own transformation_ctx")
         option = self.args.option if self.args else None
         if option not in (ENABLE, PAUSE):
+            self._warn_bookmarks_off(ctx)
             return SourceBookmark(ctx=ctx, mode=ReadMode.ALL, listing_ts=self.snapshot_ts)
         if self._from_state is not None:
             return SourceBookmark(ctx=ctx, mode=ReadMode.REPLAY,
@@ -601,6 +604,21 @@ class Job:
                                   listing_ts=self.snapshot_ts, save=False)
         return SourceBookmark(ctx=ctx, mode=ReadMode.INCREMENTAL, previous=self._state.get(ctx),
                               listing_ts=self.snapshot_ts, save=option == ENABLE)
+
+    def _warn_bookmarks_off(self, ctx: str) -> None:
+        """A read that names a transformation_ctx expects a bookmark; with bookmarks disabled
+        (Glue's default) every run reads everything.  Said once per run, on this module's
+        logger (a Glue job's driver log shows it)."""
+        if self._warned_off:
+            return
+        self._warned_off = True
+        log.warning(
+            "sparkmark: job %r reads transformation_ctx %r with bookmarks disabled "
+            "(--job-bookmark-option job-bookmark-disable, also the default when no option is "
+            "given): every run of this job re-reads all of its input and saves no bookmark. To "
+            "read only new input, pass --job-bookmark-option job-bookmark-enable, e.g. "
+            "job.init(%r, {'job_bookmark_option': 'job-bookmark-enable'}); to read everything "
+            "on purpose, read without transformation_ctx", self.job_name, ctx, self.job_name)
 
     def _jdbc_tables(self) -> dict[str, str]:
         """This run's JDBC sources: transformation_ctx -> table."""

@@ -5,19 +5,22 @@
     bm.set("orders", "src", processed=["s3a://b/in/bad.json"])  # files: skip these files
     bm.set("orders_db", "orders", after_key=["1000"])           # JDBC: start after this key
     bm.set("orders_ice", "src", snapshot=4711)                  # tables: after this snapshot
+    bm.set("new_job", "src", after="2024-05-01T00:00:00Z")     # a job that never ran here
     bm.release("orders")                                        # end a run that never will
 
 Each ``set`` writes a new version of kind ``set`` (history kept) holding the current state with
 one context's element moved. The element's kind decides what can be given: ``after`` /
 ``processed`` for a file source, ``after_key`` for a JDBC source, ``snapshot`` for a table
-source. Bad input raises one clear
+source. ``ctx`` must be one the job's bookmark knows (``new_ctx=True`` / ``--new-ctx`` for one
+no run has read yet); a job that has never run in this store (a cut-over from Glue) is created
+with that one element and starts from it. Bad input raises one clear
 :class:`~sparkmark.core.errors.ConfigError` and changes nothing.
 """
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Sequence
 
-from sparkmark.core.errors import ConfigError, PipelineError
+from sparkmark.core.errors import ConfigError, PipelineError, UnknownJobError
 from sparkmark.planning.bands import DEFAULT_MAX_BAND_MS, STATE_KIND, STATE_VERSION, path_hash
 from sparkmark.planning.keyrange import SOURCE_KIND, canonical
 from sparkmark.state import StateStore
@@ -196,14 +199,45 @@ def _spelled_under(path: str, roots: Sequence[str], fs: Any) -> str | None:
     return None
 
 
+def known_contexts(store: StateStore, job_name: str) -> list[str]:
+    """The transformation_ctx names any bookmark version of the job holds (sorted; ``[]``
+    for a job with no bookmark yet): ``known_contexts(store, "orders") == ["src"]``."""
+    seen: set[str] = set()
+    for version in store.history(job_name):
+        seen.update(version.state)
+    return sorted(seen)
+
+
 def set_bookmark(store: StateStore, job_name: str, ctx: str, *, now: int, after: Any = None,
                  processed: Sequence[str] | None = None, after_key: Sequence[Any] | None = None,
-                 spark: "SparkSession | None" = None, snapshot: Any = None) -> int:
-    """``Bookmarks.set``: validate, then write the new version (kind ``set``)."""
+                 spark: "SparkSession | None" = None, snapshot: Any = None,
+                 new_ctx: bool = False) -> int:
+    """``Bookmarks.set``: validate, then write the new version (kind ``set``).
+
+    ``ctx`` must be a context the job's bookmark knows (one of its versions holds it), unless
+    the job has no bookmark yet (any ctx: nothing to check against) or ``new_ctx`` says it is
+    a context no run has read yet.  A job that has never run in this store (a cut-over from
+    Glue) is created with this one element, so its first run starts from it.
+    """
     if not isinstance(ctx, str) or not ctx.strip():
         raise ConfigError("--ctx needs the transformation_ctx whose element to set")
-    current = store.current_version(job_name)  # UnknownJobError for an unknown job
-    element = new_element(current.state.get(ctx), ctx, after=after, processed=processed,
-                          after_key=after_key, spark=spark, now=now, snapshot=snapshot,
-                          roots=source_roots(store, job_name, ctx) if processed else ())
+    try:
+        current = store.current_version(job_name)
+    except UnknownJobError:
+        current = None  # never ran here: seed its bookmark
+    if current is not None and ctx not in current.state and not new_ctx:
+        known = known_contexts(store, job_name)
+        if known and ctx not in known:
+            raise ConfigError(
+                f"job {job_name!r} has no transformation_ctx {ctx!r}; its bookmark knows "
+                f"{', '.join(repr(k) for k in known)}. Nothing was changed. Give one of those "
+                "(the transformation_ctx of the read), or add --new-ctx to seed a context no "
+                "run has read yet")
+    element = new_element(None if current is None else current.state.get(ctx), ctx,
+                          after=after, processed=processed, after_key=after_key, spark=spark,
+                          now=now, snapshot=snapshot,
+                          roots=source_roots(store, job_name, ctx)
+                          if processed and current is not None else ())
+    if current is None:
+        return store.seed_bookmark(job_name, ctx, element, now=now)
     return store.set_element(job_name, ctx, element, now=now, expect_version=current.version)

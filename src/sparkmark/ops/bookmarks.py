@@ -116,7 +116,8 @@ class Bookmarks:
 
     def set(self, job_name: str, ctx: str, *, after: Any = None,
             processed: Sequence[str] | None = None, after_key: Sequence[Any] | None = None,
-            spark: "SparkSession | None" = None, snapshot: int | str | None = None) -> int:
+            spark: "SparkSession | None" = None, snapshot: int | str | None = None,
+            new_ctx: bool = False) -> int:
         """Move one context's element on purpose; returns the new version (kind ``set``).
 
         File sources: ``after`` (ISO time: every file modified up to then counts as processed)
@@ -128,12 +129,18 @@ class Bookmarks:
             bm.set("orders_db", "orders", after_key=["1000"])
             bm.set("orders_ice", "src", snapshot=4711)
 
+        ``ctx`` must be a context the job's bookmark knows; ``new_ctx=True`` seeds one no run
+        has read yet. A job that has never run in this store (a cut-over from Glue) is created
+        with this one element, and its first run starts from it::
+
+            bm.set("orders", "new_src", after="2024-05-01T00:00:00Z", new_ctx=True)
+
         Bad input raises a clear error and changes nothing; history is kept.
         """
         from sparkmark.ops.bookmark_edit import set_bookmark
         return set_bookmark(self.store, job_name, ctx, now=self.clock(), after=after,
                             processed=processed, after_key=after_key, spark=spark,
-                            snapshot=snapshot)
+                            snapshot=snapshot, new_ctx=new_ctx)
 
     def files(self, job_name: str, *, ctx: str | None = None, run_id: str | None = None,
               path: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:

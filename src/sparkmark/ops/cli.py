@@ -208,13 +208,25 @@ def bookmark_set(job: str = typer.Argument(..., help="Job name"),
                      None, "--after-key", help="JDBC: start after this key value (one per "
                                                "bookmark key, repeatable)"),
                  snapshot: Optional[str] = typer.Option(
-                     None, "--snapshot", help="Tables: continue after this snapshot id")
+                     None, "--snapshot", help="Tables: continue after this snapshot id"),
+                 new_ctx: bool = typer.Option(
+                     False, "--new-ctx", help="CTX is a context no run has read yet (else it "
+                                              "must be one the job's bookmark knows)")
                  ) -> None:
-    """Move one context's bookmark element on purpose (new version, kind 'set')."""
+    """Move one context's bookmark element on purpose (new version, kind 'set').
+
+    A job that has never run in this store (a cut-over from Glue) gets its first bookmark
+    version here, and its first run starts from it."""
     def body() -> None:
-        version = _bookmarks().set(job, ctx, after=after, processed=processed or None,
-                                   after_key=after_key or None, snapshot=snapshot)
+        bookmarks = _bookmarks()
+        had_run = bookmarks.store.job_row(job) is not None
+        version = bookmarks.set(job, ctx, after=after, processed=processed or None,
+                                after_key=after_key or None, snapshot=snapshot,
+                                new_ctx=new_ctx)
         out.print(f"bookmark of {job}: context {ctx} set; now version {version}")
+        if not had_run:
+            out.print(f"job {job} had not run with this state store: its first run starts "
+                      "from this bookmark")
     _guard(body)
 
 

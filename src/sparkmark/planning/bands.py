@@ -35,6 +35,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from sparkmark.core.errors import ConfigError
 from sparkmark.planning.filecolumns import FileColumns, total_size
 from sparkmark.planning.listing import FileEntry, FullInterval, parse_interval
+from sparkmark.planning.option_names import refuse_near_miss
 from sparkmark.planning.rewrites import modified_mode
 
 DEFAULT_MAX_BAND_MS = 900_000
@@ -45,6 +46,8 @@ STATE_VERSION = 1
 BOOKMARK_OPTION_NAMES = ("maxBand", "maxFilesInBand", "boundedFiles", "boundedSize",
                          "exclusions", "recurse", "lateFiles", "incrementalListing",
                          "fullListingInterval", "onModified", "lexicalFileNames")
+#: every option name a file source takes itself (the band's, and the drift handling's)
+OWN_OPTION_NAMES = BOOKMARK_OPTION_NAMES + ("schemaEvolution",)
 
 
 # ---------------------------------------------------------------------- data
@@ -286,7 +289,11 @@ def late_mode(raw: Any) -> str:
 
 
 def split_options(options: Mapping[str, Any] | None) -> tuple[BandOptions, dict[str, Any]]:
-    """Separate Glue's bookmark options (validated) from the reader options for Spark."""
+    """Separate Glue's bookmark options (validated) from the reader options for Spark.
+
+    A name close to one of sparkmark's own (``incrementalListings``, ``lateFile``) that Spark's
+    readers do not know is refused with a did-you-mean: Spark would ignore it silently.
+    """
     options = dict(options or {})
     lower = {k.lower(): k for k in BOOKMARK_OPTION_NAMES}
     bm: dict[str, Any] = {}
@@ -294,6 +301,7 @@ def split_options(options: Mapping[str, Any] | None) -> tuple[BandOptions, dict[
     for key, value in options.items():
         canon = lower.get(str(key).lower())
         if canon is None:
+            refuse_near_miss(str(key), OWN_OPTION_NAMES)
             reader[str(key)] = value
         else:
             bm[canon] = value

@@ -280,6 +280,31 @@ class RunRows(BookmarkRows, AuditRows):
         with self.tx("updating the ledger") as conn:
             conn.execute(_U_RUN, {"b_run": run_id, **_run_fields(fields)})
 
+    def seed_bookmark(self, job_name: str, ctx: str, element: Any, *, now: int) -> int:
+        """A job that has never run in this store (a cut-over from Glue): create it with a
+        first bookmark version (kind ``set``) holding ``ctx``'s element, so its first run
+        starts from there.  Refused, nothing changed, if the job appeared meanwhile.
+
+            store.seed_bookmark("orders", "src", element, now=now)  # -> 1
+        """
+        raced = BookmarkConflictError(
+            f"job {cap(job_name)!r} appeared in the state store while its bookmark was being set "
+            "(did its first run start?); nothing was changed, try again")
+        with self._errors("setting a bookmark"):
+            try:
+                with self.engine.begin() as conn:
+                    if self._job_row(conn, job_name, lock=True) is not None:
+                        raise raced
+                    self._refuse_orphans(conn, job_name)
+                    conn.execute(jobs.insert().values(
+                        job_name=job_name, current_version=0, run_number=0, attempt=0,
+                        created_ts=now))
+                    job = self._require_job(conn, job_name, lock=True)
+                    return self._admin_version(conn, job, {ctx: element}, kind="set",
+                                               source_run_id=None, now=now)
+            except (IntegrityError, _FirstRunRaced):
+                raise raced from None
+
     @staticmethod
     def _refuse_orphans(conn: Connection, job_name: str) -> None:
         """A job with bookmark versions or runs but no job row lost its row (deleted in the

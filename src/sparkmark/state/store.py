@@ -20,7 +20,7 @@ from begin to commit), :mod:`~sparkmark.state.run_reads` (ledger reads),
 from __future__ import annotations
 
 import os
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 from sparkmark.state.bookmark_rows import BookmarkVersion
 from sparkmark.state.run_reads import RunReads
@@ -28,8 +28,8 @@ from sparkmark.state.run_rows import RunRows, RunStart
 from sparkmark.state.store_base import cap, redact
 
 __all__ = ["DEFAULT_STATE_URL", "ENV_VAR", "STATE_CONF", "STATE_PASSWORD_CONF", "BookmarkVersion",
-           "RunStart", "StateStore", "cap", "open_store", "redact", "resolve_state_url",
-           "split_password"]
+           "RunStart", "StateStore", "cap", "open_store", "redact", "refuse_default_on_cluster",
+           "resolve_state_url", "split_password"]
 
 DEFAULT_STATE_URL = "sqlite:///.sparkmark/state.db"
 ENV_VAR = "SPARKMARK_STATE"
@@ -81,6 +81,44 @@ def resolve_state_url(state: str | None = None, conf: ConfGetter | None = None) 
     """
     return (state or os.environ.get(ENV_VAR) or (_from_conf(conf) if conf else None)
             or DEFAULT_STATE_URL)
+
+
+def refuse_default_on_cluster(spark: Any, state: Any = None) -> None:
+    """Refuse the default SQLite state file on a cluster-mode driver.
+
+    With no ``state=``, no env ``SPARKMARK_STATE`` and no conf ``spark.sparkmark.state``, the
+    store is
+    ``sqlite:///.sparkmark/state.db`` under the working directory.  A driver started with
+    ``spark.submit.deployMode=cluster`` (YARN, Kubernetes, EMR steps) runs in a container that
+    is thrown away after the job, and that file with it: every run would be a first run and
+    read everything.  A given state (a URL, even a SQLite one, or a store) is never refused; nor
+    is a client-mode or local driver, nor Spark Connect (the store is the client's).
+
+    Example: ``refuse_default_on_cluster(spark, None)  # ConfigError in cluster mode``
+    """
+    from sparkmark.core.errors import ConfigError
+    from sparkmark.engine import compat
+    given = not (state is None or isinstance(state, str) and not state)
+    if spark is None or given or os.environ.get(ENV_VAR) or compat.is_connect(spark):
+        return
+    try:
+        mode = spark.conf.get("spark.submit.deployMode", None)
+        if spark.conf.get(STATE_CONF, None):  # the store given as Spark conf
+            return
+    except Exception:  # noqa: BLE001 - a session that cannot answer: nothing to go on
+        return
+    if str(mode or "").strip().lower() != "cluster":
+        return
+    raise ConfigError(
+        f"no state store was given, and the default ({DEFAULT_STATE_URL}, a file in the "
+        "working directory) would live on a cluster-mode driver (spark.submit.deployMode="
+        "cluster), whose container is thrown away after the job: every run would be a first "
+        "run and read everything. Give a shared store: Job(spark, state='postgresql+psycopg://"
+        f"user@host:5432/sparkmark'), --conf {STATE_CONF}=URL (its password in "
+        f"{STATE_PASSWORD_CONF}), or env {ENV_VAR} for the driver (YARN: --conf "
+        f"spark.yarn.appMasterEnv.{ENV_VAR}=URL; Kubernetes: --conf "
+        f"spark.kubernetes.driverEnv.{ENV_VAR}=URL). To keep a SQLite file anyway, give its "
+        "URL as state=")
 
 
 def open_store(state: str | None = None, *, create: bool = True,

@@ -53,7 +53,7 @@ from sparkmark.lifecycle.pipeline.rollback import (RollbackModule, RollbackPlan,
 from sparkmark.lifecycle.pipeline.running import (ModuleResult, RunSummary, run_pipeline,
                                                   text_table)
 from sparkmark.engine import compat
-from sparkmark.state import StateStore, open_store
+from sparkmark.state import StateStore, open_store, refuse_default_on_cluster
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -86,6 +86,7 @@ class Pipeline:
                        primordial_date=primordial_date)
         self.name = name
         self.spark = spark
+        refuse_default_on_cluster(spark, state)  # a throwaway driver's ./.sparkmark: refused
         self.store: StateStore = (state if isinstance(state, StateStore) else
                                   open_store(state, conf=compat.spark_conf_getter(spark)))
         self.primordial_date = primordial_date
