@@ -124,8 +124,10 @@ def test_set_jdbc_after_key_and_its_errors(spark, derby, sqlite_url, clock):  # 
                             (dict(processed=["/tmp/x"]), "holds a JDBC bookmark")]:
         with pytest.raises(ConfigError, match=message):
             bm.set("emp", "src", **kwargs)
-    with pytest.raises(ConfigError, match="has no bookmark yet"):
+    with pytest.raises(ConfigError, match="has no transformation_ctx 'other_ctx'"):
         bm.set("emp", "other_ctx", after_key=["3"])
+    with pytest.raises(ConfigError, match="has no bookmark yet"):  # a new ctx: no keys known
+        bm.set("emp", "other_ctx", after_key=["3"], new_ctx=True)
     assert len(bm.history("emp")) == before
     bm.set("emp", "src", after_key=["8"])  # skip 6..8
     assert bm.get("emp")["JobBookmark"]["src"]["last"] == [8]
