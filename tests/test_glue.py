@@ -774,3 +774,42 @@ def test_plain_spark_s3_paths_in_a_glue_script_reach_the_s3a_store(spark, s3, tm
         else:
             conf.set("fs.s3.impl", before)
 
+
+
+def test_plain_spark_s3_paths_in_a_glue_script_reach_the_mapped_folder(spark, tmp_path,
+                                                                        monkeypatch):
+    """Under ``SPARKMARK_PATH_MAP`` a Glue script's plain Spark ``s3://`` I/O lands in the
+    mapped folder, where the Glue layer's own reads and writes of that path go (Hadoop's
+    ViewFileSystemOverloadScheme behind the ``s3`` scheme, a mount table per bucket)."""
+    import uuid
+
+    from sparkmark.glue.context import GlueContext
+    bucket, whole = f"pm-{uuid.uuid4().hex[:8]}", f"pmw-{uuid.uuid4().hex[:8]}"
+    mapping = tmp_path / "map.json"
+    mapping.write_text(json.dumps({f"s3://{bucket}/raw": str(tmp_path / "raw"),
+                                   f"s3://{whole}": "whole"}))  # relative: to the map file
+    monkeypatch.setenv("SPARKMARK_PATH_MAP", str(mapping))
+    conf = spark.sparkContext._jsc.hadoopConfiguration()
+    keys = ("fs.s3.impl", "fs.s3.impl.disable.cache", "fs.viewfs.overload.scheme.target.s3.impl")
+    before = {k: conf.get(k) for k in keys}
+    conf.unset("fs.s3.impl")
+    try:
+        glue = GlueContext(spark.sparkContext)
+        df = spark.createDataFrame([(1, "a"), (2, "b")], "id int, v string")
+        df.write.parquet(f"s3://{bucket}/raw/plain")
+        assert any(n.startswith("part-") for n in os.listdir(tmp_path / "raw" / "plain"))
+        back = spark.read.parquet(f"s3://{bucket}/raw/plain")
+        assert sorted(tuple(r) for r in back.collect()) == [(1, "a"), (2, "b")]
+        # a bucket mapped whole, and the Glue layer reading what plain Spark wrote
+        df.write.json(f"s3://{whole}/events/day=1")
+        assert any(n.startswith("part-") for n in os.listdir(tmp_path / "whole" / "events"
+                                                             / "day=1"))
+        frame = glue.create_dynamic_frame.from_options(
+            "s3", {"paths": [f"s3://{whole}/events/day=1"]}, format="json")
+        assert sorted((r["id"], r["v"]) for r in frame.toDF().collect()) == [(1, "a"), (2, "b")]
+    finally:
+        for k, v in before.items():
+            if v is None:
+                conf.unset(k)
+            else:
+                conf.set(k, v)

@@ -177,12 +177,20 @@ def test_cli_reset_remove_output_dry_run_and_real(spark, sqlite_url, clock, tmp_
     env = {k: v for k, v in os.environ.items() if k != "SPARKMARK_STATE"}
     cmd = [SPARKMARK, "--state", sqlite_url, "bookmark", "reset", "orders", "--run-id", r2,
            "--remove-output"]
-    res = subprocess.run(cmd + ["--dry-run"], capture_output=True, text=True, env=env,
+    # the dry run never starts Spark: with no Java and no Spark to find, it still lists the
+    # later run's files (through pyarrow) and changes nothing
+    path = [d for d in env.get("PATH", "").split(os.pathsep)
+            if not os.path.exists(os.path.join(d, "java"))]
+    no_jvm = dict(env, COLUMNS="1000", JAVA_HOME=str(tmp_path / "no-java"),
+                  SPARK_HOME=str(tmp_path / "no-spark"), PATH=os.pathsep.join(path))
+    res = subprocess.run(cmd + ["--dry-run"], capture_output=True, text=True, env=no_jvm,
                          timeout=300)
     assert res.returncode == 0, res.stderr
     assert "dry run, nothing changed" in res.stdout
     assert "would roll back 1 later run(s)" in res.stdout
     assert f"run {r3} (#3" in res.stdout and f"run {r2} (#" not in res.stdout
+    r3_files = run_files(target, r3)
+    assert r3_files and all(f in res.stdout for f in r3_files)
     assert target_ids(spark, target) == [1, 2, 11, 12, 21, 22]
     res = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
     assert res.returncode == 0, res.stderr

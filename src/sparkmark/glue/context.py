@@ -124,9 +124,11 @@ class GlueContext:
                 "configure Spark through SparkConf or spark-defaults.conf"))
         self._sc = sparkContext
         self.spark_session = session
-        if sparkContext is not None:  # plain Spark I/O on s3:// paths, as on Glue and EMR
-            from sparkmark.engine.fs import s3_scheme_on_s3a
-            s3_scheme_on_s3a(session)
+        if sparkContext is not None:  # plain Spark I/O on s3:// paths, as on Glue and EMR:
+            from sparkmark.engine.fs import s3_scheme_on_path_map, s3_scheme_on_s3a
+            from sparkmark.glue.paths import load_path_map  # the mapped folders, else S3A
+            if not s3_scheme_on_path_map(session, load_path_map()):
+                s3_scheme_on_s3a(session)
         self._jobs: list[Any] = []
         self.create_dynamic_frame = DynamicFrameReader(self)
         self.write_dynamic_frame = DynamicFrameWriter(self)

@@ -66,7 +66,7 @@ def stage_name(table: str) -> str:
     return f"{schema}{dot}{short}"
 
 
-def sink_driver(spark: "SparkSession", url: str, props: Mapping[str, Any]) -> str:
+def sink_driver(spark: "SparkSession | None", url: str, props: Mapping[str, Any]) -> str:
     """:func:`~sparkmark.engine.jdbc.resolve_driver` for a target: its error is a SinkError.
 
         sink_driver(spark, "jdbc:mysql://db/shop", {})  # 'org.mariadb.jdbc.Driver' (Debian)
@@ -88,7 +88,7 @@ class JdbcTarget:
                 t.transaction([f"DELETE FROM {t.q('orders')} {t.where_run('orders', run_id)}"])
     """
 
-    def __init__(self, spark: "SparkSession", url: str, props: Mapping[str, Any]):
+    def __init__(self, spark: "SparkSession | None", url: str, props: Mapping[str, Any]):
         self.url = url
         driver = sink_driver(spark, url, props)
         self._c = JdbcConnection(spark, url, {k: str(v) for k, v in props.items()}, driver)
@@ -203,7 +203,7 @@ def write_jdbc(run: RunContext, df: "DataFrame", url: str, table: str, *,
     return n
 
 
-def _target_for(spark: "SparkSession", out: JdbcOutput,
+def _target_for(spark: "SparkSession | None", out: JdbcOutput,
                 credentials: Mapping[str, Any] | None) -> JdbcTarget | None:
     """A connection for ``out``: its in-memory credentials, else ``credentials`` given for its
     table (with ``url``), else what the ledger has (no passwords) — or ``None`` (no URL)."""
@@ -265,7 +265,7 @@ def discard_jdbc(spark: "SparkSession", out: JdbcOutput,
         raise
 
 
-def remove_jdbc_run(spark: "SparkSession", run_id: str, out: JdbcOutput,
+def remove_jdbc_run(spark: "SparkSession | None", run_id: str, out: JdbcOutput,
                     credentials: Mapping[str, Any] | None = None,
                     dry_run: bool = False) -> list[str]:
     """Rollback: delete a published run's rows from the target table."""

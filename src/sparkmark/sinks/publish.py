@@ -88,9 +88,19 @@ def remove_run_output(spark: "SparkSession", run_id: str,
                       outputs: Iterable[StagedOutput | Mapping[str, Any]],
                       credentials: Credentials | None = None,
                       dry_run: bool = False) -> list[str]:
-    """Delete a published run's output from its targets (rollback). Returns what was removed."""
+    """Delete a published run's output from its targets (rollback). Returns what was removed.
+
+    ``dry_run`` changes nothing and returns what would go; with ``spark=None`` (no session, as
+    in the CLI's dry runs) a table target, or a JDBC target no Python driver reaches, is
+    described rather than listed.
+
+    Example: ``remove_run_output(None, run_id, outputs_of(row), dry_run=True)``
+    """
     removed: list[str] = []
     for out in _as_outputs(outputs):
+        if dry_run and spark is None and not isinstance(out, FileOutput):
+            removed.extend(_described_without_spark(run_id, out, credentials))
+            continue
         if isinstance(out, FileOutput):
             removed.extend(remove_published_files(spark, run_id, out, dry_run=dry_run))
         elif isinstance(out, TableOutput):
@@ -99,6 +109,21 @@ def remove_run_output(spark: "SparkSession", run_id: str,
             removed.extend(remove_jdbc_run(spark, run_id, out,
                                            (credentials or {}).get(out.target), dry_run=dry_run))
     return removed
+
+
+def _described_without_spark(run_id: str, out: "JdbcOutput | TableOutput",
+                             credentials: Credentials | None) -> list[str]:
+    """A dry run's answer for a target it has no session to list: a JDBC table through a
+    Python driver where one reaches it, else (and for table formats) a description."""
+    if isinstance(out, JdbcOutput):
+        if (out.url or "").lower().startswith(("jdbc:postgresql:", "jdbc:mysql:",
+                                                "jdbc:mariadb:")):
+            return remove_jdbc_run(None, run_id, out, (credentials or {}).get(out.target),
+                                   dry_run=True)
+        return [f"{out.target}: the rows of run {run_id} (sm_run_id = {run_id}; counted when "
+                "the reset runs, through the JDBC driver)"]
+    return [f"{out.target}: the data files run {run_id} added (listed when the reset runs, "
+            "with a Spark session that knows the table's catalog)"]
 
 
 def recover_job_outputs(spark: "SparkSession", store: "StateStore", job_name: str,

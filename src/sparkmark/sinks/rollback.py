@@ -123,12 +123,15 @@ def jdbc_credentials(store: StateStore | str | None, job_name: str, specs: list[
     return {t: {"password": pw} for t, pw in found.items() if pw is not None}
 
 
-def _spark_for(rows: list[dict[str, Any]], spark: "SparkSession | None") -> Any:
+def _spark_for(rows: list[dict[str, Any]], spark: "SparkSession | None",
+               start: bool = True) -> Any:
+    """The session to remove ``rows``' output with: ``spark``, else the active one, else (when
+    ``start``) a new local one; ``None`` when no row has output or none may be started."""
     if spark is not None or not any(outputs_of(r) for r in rows):
         return spark
     from pyspark.sql import SparkSession
     active = SparkSession.getActiveSession()
-    if active is not None:
+    if active is not None or not start:
         return active
     from sparkmark.engine.spark import local_session
     return local_session("sparkmark-reset")
@@ -163,7 +166,9 @@ def reset_with_output(store: StateStore, job_name: str, run_id: str | None, *,
     later = [r for r in rows if r["status"] in RunStatus.progress()
              and r["run_number"] > after] if remove_output else []
     earlier = [r for r in rows if pending_removal(r)] if remove_output else []
-    spark = _spark_for(later + earlier, spark) if remove_output else None
+    # A dry run never starts Spark: without a session it lists file targets through pyarrow,
+    # counts JDBC rows through a Python driver, and describes what only Spark could list
+    spark = _spark_for(later + earlier, spark, start=not dry_run) if remove_output else None
     # Listing (and, for JDBC, connecting) first: a missing credential fails before any change.
     planned = planned_removal(spark, later, properties) if remove_output else []
     plan = ResetPlan(job_name, run_id, dry_run, remove_output, None, later, planned)

@@ -64,14 +64,19 @@ def open_fs(spark: "SparkSession", path: str, *, what: str = "path") -> "HadoopF
         raise ValueError(f"cannot open {what} {path!r}: {java_error_text(e)}") from None
 
 
-def file_system(spark: "SparkSession", path: str) -> "HadoopFS | ArrowFS":
+def file_system(spark: "SparkSession | None", path: str) -> "HadoopFS | ArrowFS":
     """The file system of ``path`` for this session — the one place that chooses by session
     type: Hadoop's through the JVM for classic sessions (every Spark path, with the Hadoop
     configuration's credentials), ``pyarrow.fs`` over Spark Connect (no JVM in this process;
     S3 paths use the Connect server's own ``spark.hadoop.fs.s3a.*`` endpoint and credentials).
 
+    Without a session (``spark=None``: the CLI's dry runs, which never start Spark) it is
+    ``pyarrow.fs`` too, with the process's own S3 settings (``AWS_*`` variables).
+
     Example: ``file_system(spark, "s3a://bucket/out").files("s3a://bucket/out")``.
     """
+    if spark is None:
+        return ArrowFS(path)
     if is_connect(spark):
         if path.partition("://")[0].lower() in ("s3a", "s3n", "s3"):
             learn_server_s3(spark)

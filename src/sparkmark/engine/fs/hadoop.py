@@ -8,6 +8,7 @@ own credentials and configuration; statuses cross py4j as one string (:func:`par
 """
 from __future__ import annotations
 
+import os
 import re
 import weakref
 from typing import TYPE_CHECKING, Any, Callable, Sequence
@@ -324,3 +325,65 @@ def s3_scheme_on_s3a(spark: "SparkSession") -> bool:
         conf.set("fs.AbstractFileSystem.s3.impl", S3A_AFS)
     return True
 
+
+
+#: Hadoop's view file system that serves an existing scheme through a mount table per authority
+VIEW_OVERLOAD_FS = "org.apache.hadoop.fs.viewfs.ViewFileSystemOverloadScheme"
+
+
+def mount_conf(mapping: Sequence[tuple[str, str]], scheme: str = "s3") -> dict[str, str]:
+    """The Hadoop settings that serve ``scheme://bucket/prefix`` paths from the folders of a
+    path map (``(prefix, folder)`` pairs, as :func:`sparkmark.glue.paths.parse_path_map` gives
+    them) through Hadoop's ``ViewFileSystemOverloadScheme``: one mount table per bucket, a link
+    per prefix, a bucket mapped whole as the table's fallback (pure).
+
+    >>> conf = mount_conf([("s3://lake/raw", "/data/raw"), ("s3://lake", "/data/lake")])
+    >>> conf["fs.viewfs.mounttable.lake.link./raw"], conf["fs.viewfs.mounttable.lake.linkFallback"]
+    ('file:///data/raw', 'file:///data/lake')
+    """
+    out: dict[str, str] = {}
+    for prefix, folder in mapping:
+        bucket_path = prefix.split("://", 1)[1]
+        bucket, _, rest = bucket_path.partition("/")
+        if "://" in folder:
+            target = folder
+        elif folder.startswith("file:"):
+            target = "file:///" + folder[len("file:"):].lstrip("/")
+        else:
+            target = "file://" + os.path.abspath(folder)
+        table = f"fs.viewfs.mounttable.{bucket}"
+        if rest.strip("/"):
+            out[f"{table}.link./{rest.strip('/')}"] = target
+        else:
+            out[f"{table}.linkFallback"] = target
+    return out
+
+
+def s3_scheme_on_path_map(spark: "SparkSession", mapping: Sequence[tuple[str, str]]) -> bool:
+    """Serve Hadoop's ``s3`` scheme from the local folders of ``SPARKMARK_PATH_MAP``, so that
+    a Glue script's plain Spark I/O (``df.write.parquet("s3://lake/out")``) lands where the
+    Glue layer's own reads and writes of that path do.  Buckets and prefixes the map does not
+    name still reach S3A when the connector is on the class path.  Leaves a scheme someone
+    else serves alone (``fs.s3.impl`` set to anything but S3A or this view).  Returns True
+    when it set the scheme up.  Classic sessions only.
+
+    Example: ``s3_scheme_on_path_map(spark, [("s3://lake", "/data/lake")])`` -> ``True``
+    """
+    if not mapping:
+        return False
+    sc = spark.sparkContext
+    conf, jvm = sc._jsc.hadoopConfiguration(), sc._jvm
+    current = conf.get("fs.s3.impl")
+    if jvm is None or current not in (None, S3A_FS, VIEW_OVERLOAD_FS):
+        return False
+    try:
+        jvm.org.apache.spark.util.Utils.classForName(VIEW_OVERLOAD_FS, True, False)
+    except Exception:  # noqa: BLE001 - a Hadoop before 3.3: s3:// stays as it was
+        return False
+    conf.set("fs.s3.impl", VIEW_OVERLOAD_FS)
+    conf.set("fs.s3.impl.disable.cache", "true")  # a new map takes effect for the next path
+    if not conf.get("fs.viewfs.overload.scheme.target.s3.impl"):
+        conf.set("fs.viewfs.overload.scheme.target.s3.impl", S3A_FS)
+    for key, value in mount_conf(mapping).items():
+        conf.set(key, value)
+    return True

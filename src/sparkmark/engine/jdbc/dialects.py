@@ -85,6 +85,8 @@ def resolve_driver(spark: Any, url: str, props: Mapping[str, Any]) -> str:
         return given
     if not url.lower().startswith("jdbc:mysql:"):
         return driver_for(url)
+    if spark is None:  # no session: a Python driver connects, the class name is not used
+        return MYSQL_DRIVERS[0][0]
     for cls, _ in MYSQL_DRIVERS:
         if _has_driver(spark, cls, url, props):
             return cls
