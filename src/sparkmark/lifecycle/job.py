@@ -49,6 +49,7 @@ from sparkmark.core.secrets import SecretSet
 from sparkmark.sinks import publish as publish_
 from sparkmark.sinks import write_files, write_jdbc, write_table
 from sparkmark.sources.files import read_files
+from sparkmark.sources.delta import is_delta_table, read_delta
 from sparkmark.sources.jdbc import read_jdbc
 from sparkmark.sources.table import read_table
 from sparkmark.state import StateStore, open_store, refuse_default_on_cluster
@@ -103,15 +104,25 @@ class JobReader:
                          properties=dict(properties or {}), options=dict(options or {}))
 
     def table(self, name: str, transformation_ctx: str | None = None,
-              options: Mapping[str, Any] | None = None) -> "DataFrame":
-        """Rows of an Apache Iceberg table appended since the last processed snapshot;
-        ``options``: ``onNonAppend`` (``fail``, ``skip`` or ``changes``: change rows
-        with ``_change_type``) and Iceberg read options.
+              options: Mapping[str, Any] | None = None,
+              format: str | None = None) -> "DataFrame":  # noqa: A002 - Spark's word
+        """Rows of an Apache Iceberg or Delta Lake table appended since the last processed
+        snapshot (Iceberg) or version (Delta); ``options``: ``onNonAppend`` (``fail``,
+        ``skip`` or ``changes``: change rows with ``_change_type``) and the format's read
+        options.  ``format``: ``"iceberg"`` or ``"delta"``; by default ``delta.`/path``` and
+        catalog tables with Delta's properties are Delta, the rest Iceberg.
 
         Example: ``job.read.table("local.db.orders", transformation_ctx="orders_src",
         options={"onNonAppend": "skip"})``
         """
         self.job.require_active("read")
+        kind = (format or "").strip().lower()
+        if kind not in ("", "iceberg", "delta"):
+            raise ConfigError(f"job.read.table format={format!r}: give 'iceberg' or 'delta' "
+                              "(or leave it out: the table decides)")
+        if kind == "delta" or (not kind and is_delta_table(self.job.spark, str(name))):
+            return read_delta(self.job, name, transformation_ctx=transformation_ctx,
+                              options=dict(options or {}))
         return read_table(self.job, name, transformation_ctx=transformation_ctx,
                           options=dict(options or {}))
 

@@ -36,8 +36,9 @@ def element_kind(element: Any) -> str | None:
         return None
     if element.get("source") == SOURCE_KIND:
         return "jdbc"
-    if set(element) == {"table", "snapshot_id"}:
-        return "table"
+    if set(element) == {"table", "snapshot_id"} or set(element) == {"table", "version",
+                                                                     "table_id"}:
+        return "table"  # an Iceberg snapshot, or a Delta version
     if element.get("kind", None) == STATE_KIND:
         return "files"
     return None
@@ -116,7 +117,13 @@ def new_element(current: Any, ctx: str, *, after: Any = None,
             raise ConfigError(f"--snapshot {snapshot!r} is not a snapshot id (an integer, as "
                               "`SELECT snapshot_id FROM catalog.db.table.snapshots` shows "
                               "them)") from None
-        # the next run checks that it is an ancestor of the table's current snapshot
+        # the next run checks that it is an ancestor of the table's current snapshot (Iceberg)
+        # or reads the commits after that version (Delta)
+        if "version" in current:
+            if sid < 0:
+                raise ConfigError(f"--snapshot {snapshot!r}: a Delta table's versions start "
+                                  "at 0 (DESCRIBE HISTORY shows them)")
+            return dict(current, version=sid)
         return dict(current, snapshot_id=sid)
     if kind == "table":
         raise ConfigError(f"transformation_ctx {ctx!r} holds a table bookmark (table "

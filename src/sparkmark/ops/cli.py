@@ -208,7 +208,8 @@ def bookmark_set(job: str = typer.Argument(..., help="Job name"),
                      None, "--after-key", help="JDBC: start after this key value (one per "
                                                "bookmark key, repeatable)"),
                  snapshot: Optional[str] = typer.Option(
-                     None, "--snapshot", help="Tables: continue after this snapshot id"),
+                     None, "--snapshot", help="Tables: continue after this snapshot id "
+                                              "(Iceberg) or version (Delta)"),
                  new_ctx: bool = typer.Option(
                      False, "--new-ctx", help="CTX is a context no run has read yet (else it "
                                               "must be one the job's bookmark knows)")

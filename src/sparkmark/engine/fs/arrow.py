@@ -274,6 +274,17 @@ class ArrowFS:
         self.fs.move(self._native(src), self._native(dst))
         return True
 
+    def read_text(self, p: Any) -> str | None:
+        """A small file's text (UTF-8), or ``None`` when it does not exist.
+
+        Example: ``ArrowFS("/t").read_text("/t/_delta_log/00000000000000000001.json")``
+        """
+        try:
+            with self.fs.open_input_stream(self._native(p)) as stream:
+                return bytes(stream.read()).decode("utf-8")
+        except FileNotFoundError:
+            return None
+
     def delete(self, p: Any) -> None:
         from pyarrow import fs as pafs
         info = self._info(p)

@@ -99,6 +99,22 @@ class HadoopFS:
         matches = self.fs.globStatus(p)
         return [] if matches is None else self.parse(matches)
 
+    def read_text(self, p: Any) -> str | None:
+        """A small file's text (UTF-8), or ``None`` when it does not exist.
+
+        Example: ``fs.read_text(fs.path("/t/_delta_log/00000000000000000001.json"))``
+        """
+        try:
+            stream = self.fs.open(p)
+        except Exception as e:  # noqa: BLE001 - FileNotFoundException through py4j
+            if "FileNotFound" in str(e) or "NoSuchKey" in str(e):
+                return None
+            raise
+        try:
+            return str(self._jvm.org.apache.commons.io.IOUtils.toString(stream, "UTF-8"))
+        finally:
+            stream.close()
+
     # -------------------------------------------------------------- changes
     def mkdirs(self, p: Any) -> bool:
         return bool(self.fs.mkdirs(p))
