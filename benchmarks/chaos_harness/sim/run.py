@@ -22,6 +22,7 @@ from sqlalchemy.exc import OperationalError
 
 from sparkmark.engine.fs import register_scheme
 from sparkmark.lifecycle.job import Job
+from sparkmark.ops.bookmarks import Bookmarks
 from sparkmark.state import StateStore
 
 from chaos_harness.sim import engine as sim_engine
@@ -56,6 +57,7 @@ class Result:
     trace_hash: str = ""
     steps: int = 0
     trace: list[str] = field(default_factory=list)
+    drawn: list[int] = field(default_factory=list)  # the ordinals of the faults applied
 
 
 @dataclass
@@ -69,6 +71,7 @@ class Options:
     env_rate: float = 0.02
     forced: dict[int, str] | None = None
     faults_on: bool = True
+    operator: float = 0.3
     kinds: tuple[str, ...] = ("kill", "outage", "lost_answer", "fs_error", "clock_jump")
 
 
@@ -121,6 +124,8 @@ def draw_fault(opts: Options) -> Callable[[World, Driver, str, str], Any]:
         if not opts.faults_on or opts.rate is None or world.rng.random() >= opts.rate:
             return None
         fits = [k for k in opts.kinds if _fits(k, kind)]
+        if kind == "clock" and "clock_jump" in fits and world.rng.random() < 0.5:
+            fits = ["clock_jump"]  # (a stall: the one way a live run outlives its lease)
         return _apply(world, d, world.rng.choice(fits), kind) if fits else None
     return decide
 
@@ -133,8 +138,8 @@ def _fits(fault: str, kind: str) -> bool:
 def _apply(world: World, d: Driver, fault: str, kind: str) -> Any:
     if not _fits(fault, kind):
         return None
-    world.count(fault)
-    world.last_faults.append((world.steps, fault))
+    if not world.allow(fault):
+        return None
     if fault == "kill":
         return "kill"
     if fault == "outage":
@@ -144,7 +149,7 @@ def _apply(world: World, d: Driver, fault: str, kind: str) -> Any:
     if fault == "lost_answer":
         d.lose_answer = True
         return None
-    world.now += world.rng.choice([1_000, 60_000, LEASE_MS + 1])  # clock_jump
+    world.now += world.rng.choice([1_000, 60_000, LEASE_MS + 1, LEASE_MS + 1])  # clock_jump
     return None
 
 
@@ -154,8 +159,18 @@ def files_job(world: World) -> None:
     job = Job(world.spark, state=SimStore(world.state_url), clock=world.clock, lease_ms=LEASE_MS)
     with job.run(JOB, {"job_bookmark_option": "job-bookmark-enable"}):
         df = job.read.files(IN, format="json", transformation_ctx="src",
-                            options={"mode": "FAILFAST"})  # (no schemaEvolution: Spark SQL)
+                            options={"mode": "FAILFAST",  # (no schemaEvolution: Spark SQL)
+                                     "boundedFiles": world.bounded})
         job.write(df, OUT, format="json", transformation_ctx="sink")
+
+
+def operator_reset(world: World) -> None:
+    """An operator's ``sparkmark bookmark reset orders [--run-id R] --remove-output``."""
+    runs = [r["run_id"] for r in ledger(world) if r["status"] == "SUCCEEDED"]
+    to = world.op_target(runs)
+    world.note(f"operator: reset to {to[:8] if to else 'the start'} --remove-output")
+    Bookmarks(SimStore(world.state_url), clock=world.clock).reset(
+        JOB, run_id=to, remove_output=True, spark=world.spark)
 
 
 def add_input(world: World, n_files: int) -> None:
@@ -176,12 +191,11 @@ def environment(opts: Options) -> Callable[[World], None]:
         if not opts.faults_on or opts.forced is not None or world.rng.random() >= opts.env_rate:
             return
         if world.rng.random() < 0.6:
-            world.count("file_appears")
-            add_input(world, 1)
+            if world.allow("file_appears"):
+                add_input(world, 1)
         else:
             inputs = sorted(p for p in world.files if p.startswith(IN + "/"))
-            if inputs:
-                world.count("file_vanishes")
+            if inputs and world.allow("file_vanishes"):
                 p = world.rng.choice(inputs)
                 world.vanished.update(r["id"] for r in world.files.pop(p).rows)
                 world.note(f"env: {p} vanishes")
@@ -193,7 +207,7 @@ def ledger(world: World) -> list[dict]:
     with world.store.engine.connect() as conn:
         return [dict(r._mapping) for r in conn.execute(text(
             "SELECT run_id, status, publish_state, records_written FROM sm_runs "
-            "ORDER BY run_number, attempt, run_id"))]
+            "ORDER BY rowid"))]
 
 
 def check(world: World) -> list[str]:
@@ -250,8 +264,7 @@ def simulated(world: World) -> Iterator[None]:
         with sim_engine.patched_pyspark():
             yield
     finally:
-        threading.Thread.start = tracking_start.__wrapped__ if hasattr(  # type: ignore
-            tracking_start, "__wrapped__") else _ORIGINAL_START
+        threading.Thread.start = _ORIGINAL_START  # type: ignore[method-assign]
         tracking_start.world = None  # type: ignore[attr-defined]
         uuid.uuid4 = saved_uuid  # type: ignore[assignment]
         register_scheme("sim", None)
@@ -261,15 +274,20 @@ _ORIGINAL_START = threading.Thread.start
 
 
 def run_schedule(seed: int, workdir: str, opts: Options | None = None,
-                 patches: Callable[[], Any] | None = None, keep_trace: bool = False) -> Result:
+                 patches: Callable[[World], Any] | None = None,
+                 keep_trace: bool = False, keep: Any = None) -> Result:
     """Run schedule ``seed``: episodes of the job (sometimes two drivers racing) under faults,
     then clean recovery runs, then the model checks."""
     opts = opts or Options()
     world = World(seed, workdir)
-    world.last_faults = []  # type: ignore[attr-defined]
+    world.keep = None if keep is None else set(keep)
     world.file_seq = world.record_seq = 0  # type: ignore[attr-defined]
     world.vanished = set()  # type: ignore[attr-defined]
     world.committed = set()  # type: ignore[attr-defined]
+    world.rolled_back = set()  # type: ignore[attr-defined]
+    world.bounded = world.rng.choice([2, 3, 1000])  # type: ignore[attr-defined]
+    world.op_target = lambda runs: (  # type: ignore[attr-defined]
+        world.rng.choice([None] + runs) if runs else None)
     if opts.rate is None:
         opts = Options(**{**opts.__dict__, "rate": world.rng.choice([0.005, 0.01, 0.03])})
     os.makedirs(workdir, exist_ok=True)
@@ -282,7 +300,7 @@ def run_schedule(seed: int, workdir: str, opts: Options | None = None,
     with ExitStack() as stack:
         stack.enter_context(simulated(world))
         if patches is not None:
-            stack.enter_context(patches())
+            stack.enter_context(patches(world))
         world.spark = sim_engine.SimSpark(world)  # type: ignore[attr-defined]
         world.store = SimStore(world.state_url)  # type: ignore[attr-defined]
         hook_store(world, world.store)
@@ -293,15 +311,26 @@ def run_schedule(seed: int, workdir: str, opts: Options | None = None,
             for ep in range(opts.episodes):
                 add_input(world, world.rng.randint(1, 3))
                 world.now += 120_000
-                racers = 2 if opts.faults_on and world.rng.random() < opts.race else 1
+                racers = 2 if (opts.faults_on and world.rng.random() < opts.race
+                               and world.allow("racing_driver")) else 1
                 world.run_drivers([(f"e{ep}d{i}", files_job) for i in range(racers)])
                 world.committed.update(r["run_id"] for r in ledger(world)
                                        if r["status"] == "SUCCEEDED")
                 world.now += LEASE_MS + 1  # a dead driver's lease has expired
+                if opts.operator and world.rng.random() < opts.operator and \
+                        world.allow("operator_reset"):
+                    world.run_drivers([(f"e{ep}op", operator_reset)])
+                    world.now += LEASE_MS + 1
+                    undone = {r["run_id"] for r in ledger(world)
+                              if r["status"] == "ROLLED_BACK"}
+                    world.committed -= undone  # the operator undid them, on purpose
             world.faults, world.env = None, None
-            for k in range(3):  # recovery: clean runs until everything is read and published
+            for k in range(12):  # recovery: clean runs until one finds nothing new
                 world.now += LEASE_MS + 1
                 world.run_drivers([(f"r{k}", files_job)])
+                last = ledger(world)[-1]
+                if last["status"] == "EMPTY" and k >= 1:
+                    break
             result.problems = check(world)
         finally:
             world.close()
@@ -309,6 +338,7 @@ def run_schedule(seed: int, workdir: str, opts: Options | None = None,
     result.faults = dict(world.fault_counts)
     result.trace_hash = world.trace_hash()
     result.steps = world.steps
+    result.drawn = [o for o, _, _ in world.drawn]
     if keep_trace:
         result.trace = list(world.trace)
     shutil.rmtree(workdir, ignore_errors=True)

@@ -83,6 +83,11 @@ class World:
         self.steps = 0
         self.max_steps = 20_000
         self.id_seq = 0
+        #: the faults drawn, numbered in order; ``keep`` (a replay's or a shrink's) applies
+        #: only those numbers, so a schedule is replayable as (seed, keep)
+        self.keep: set[int] | None = None
+        self.ordinal = 0
+        self.drawn: list[tuple[int, int, str]] = []
 
     # ------------------------------------------------------------------ identity, clock
     def next_hex(self) -> str:
@@ -95,6 +100,15 @@ class World:
         self.io("clock", "")
         self.now += 1
         return self.now
+
+    def allow(self, kind: str) -> bool:
+        """A fault of ``kind`` was drawn here: whether it applies (``keep``), counted if so."""
+        self.ordinal += 1
+        if self.keep is not None and self.ordinal not in self.keep:
+            return False
+        self.drawn.append((self.ordinal, self.steps, kind))
+        self.count(kind)
+        return True
 
     def count(self, kind: str) -> None:
         self.fault_counts[kind] = self.fault_counts.get(kind, 0) + 1
