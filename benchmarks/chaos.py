@@ -175,6 +175,8 @@ def main() -> None:
                     help="the deterministic simulation: the real sparkmark code over a "
                          "simulated engine, file system and clock, in this process (no JVM); "
                          "--replay then takes a simulated schedule's JSON")
+    ap.add_argument("--sweep", action="store_true",
+                    help="with --simulate: one fault at every I/O point of a clean run")
     ap.add_argument("--planted", action="store_true",
                     help="with --simulate: check that every planted bug is caught")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)

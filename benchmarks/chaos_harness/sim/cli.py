@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from chaos_harness.sim.planted import PLANTED
-from chaos_harness.sim.run import Options, Result, run_schedule
+from chaos_harness.sim.run import Options, Result, fits, run_schedule
 from chaos_harness.sim.world import World
 
 RESULTS = Path(__file__).resolve().parents[2] / "results"
@@ -110,6 +110,38 @@ def planted_check(seed: int, budget: int = 1000, out: Path | None = None,
     return found
 
 
+SWEPT = ("kill", "outage", "lost_answer", "fs_error")
+
+
+def sweep(seed: int = 1, out: Path | None = None) -> dict[str, Any]:
+    """One fault at every I/O point of a clean one-episode run of the files job: every
+    (step, fault) that fits the point, each its own schedule."""
+    logging.disable(logging.WARNING)
+    t0 = time.monotonic()
+    base = Options(rate=0.0, episodes=1, race=0.0, operator=0.0, env_rate=0.0)
+    ref = run_schedule(seed, _workdir(), base)
+    assert not ref.problems, ref.problems
+    runs: Counter = Counter()
+    violations = []
+    for step, kind in ref.points:
+        for fault in SWEPT:
+            if not fits(fault, kind):
+                continue
+            opts = Options(**{**base.__dict__, "forced": {step: fault}})
+            r = run_schedule(seed, _workdir(), opts)
+            runs[fault] += 1
+            if r.problems:
+                violations.append({"step": step, "point": kind, "fault": fault,
+                                   "problems": r.problems[:3]})
+    report = {"job": "files", "points": len(ref.points), "schedules": sum(runs.values()),
+              "faults": dict(runs), "violations": violations,
+              "elapsed_s": round(time.monotonic() - t0, 1)}
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(report, indent=2))
+    return report
+
+
 def replay(text: str) -> Result:
     """Run one schedule from its replay JSON (``{"seed": S, "keep": [...], "planted": B}``)."""
     logging.disable(logging.WARNING)
@@ -127,6 +159,14 @@ def main(a: Any) -> int:
         print(f"faults={r.faults} steps={r.steps} problems={r.problems}")
         print(f"trace_hash={r.trace_hash}")
         return 1 if r.problems else 0
+    if a.sweep:
+        rep = sweep(a.seed, RESULTS / "chaos-sim-sweep.json")
+        for v in rep["violations"]:
+            print(f"VIOLATION {v}")
+        print(f"sweep: {rep['points']} I/O points, {rep['schedules']} schedules "
+              f"{rep['faults']}, violations={len(rep['violations'])}, "
+              f"elapsed_s={rep['elapsed_s']}")
+        return 1 if rep["violations"] else 0
     if a.planted:
         found = planted_check(a.seed, a.schedules if a.schedules_given else 1000,
                               RESULTS / "chaos-planted.json")

@@ -27,7 +27,7 @@ from sparkmark.state import StateStore
 
 from chaos_harness.sim import engine as sim_engine
 from chaos_harness.sim.simfs import SimFS
-from chaos_harness.sim.world import Driver, SimFault, SimFile, World, tracking_start
+from chaos_harness.sim.world import Driver, SimFile, World, tracking_start
 
 JOB = "orders"
 IN, OUT = "sim://lake/in", "sim://lake/out"
@@ -58,6 +58,7 @@ class Result:
     steps: int = 0
     trace: list[str] = field(default_factory=list)
     drawn: list[int] = field(default_factory=list)  # the ordinals of the faults applied
+    points: list[tuple[int, str]] = field(default_factory=list)  # (step, kind) faults saw
 
 
 @dataclass
@@ -123,20 +124,20 @@ def draw_fault(opts: Options) -> Callable[[World, Driver, str, str], Any]:
             return _apply(world, d, f, kind) if f else None
         if not opts.faults_on or opts.rate is None or world.rng.random() >= opts.rate:
             return None
-        fits = [k for k in opts.kinds if _fits(k, kind)]
-        if kind == "clock" and "clock_jump" in fits and world.rng.random() < 0.5:
-            fits = ["clock_jump"]  # (a stall: the one way a live run outlives its lease)
-        return _apply(world, d, world.rng.choice(fits), kind) if fits else None
+        fitting = [k for k in opts.kinds if fits(k, kind)]
+        if kind == "clock" and "clock_jump" in fitting and world.rng.random() < 0.5:
+            fitting = ["clock_jump"]  # (a stall: the one way a live run outlives its lease)
+        return _apply(world, d, world.rng.choice(fitting), kind) if fitting else None
     return decide
 
 
-def _fits(fault: str, kind: str) -> bool:
+def fits(fault: str, kind: str) -> bool:
     return {"kill": True, "outage": kind == "sql", "lost_answer": kind == "commit",
             "fs_error": kind.startswith("fs."), "clock_jump": kind == "clock"}[fault]
 
 
 def _apply(world: World, d: Driver, fault: str, kind: str) -> Any:
-    if not _fits(fault, kind):
+    if not fits(fault, kind):
         return None
     if not world.allow(fault):
         return None
@@ -339,6 +340,7 @@ def run_schedule(seed: int, workdir: str, opts: Options | None = None,
     result.trace_hash = world.trace_hash()
     result.steps = world.steps
     result.drawn = [o for o, _, _ in world.drawn]
+    result.points = list(world.points)
     if keep_trace:
         result.trace = list(world.trace)
     shutil.rmtree(workdir, ignore_errors=True)

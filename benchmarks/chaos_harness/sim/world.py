@@ -31,10 +31,6 @@ class Reaped(BaseException):
     """Raised in a dead driver's thread once its schedule is over (it never runs before)."""
 
 
-class SimFault(Exception):
-    """An injected error (file system); its text says so."""
-
-
 @dataclass
 class Driver:
     """One simulated driver process: a thread, its state and its open store connections."""
@@ -48,6 +44,8 @@ class Driver:
     conns: set = field(default_factory=set)
     helpers: list = field(default_factory=list)
     thread: threading.Thread | None = None
+    noted: bool = False         # its end is in the trace
+    lose_answer: bool = False   # its next COMMIT lands but its answer is lost
 
 
 @dataclass
@@ -88,6 +86,7 @@ class World:
         self.keep: set[int] | None = None
         self.ordinal = 0
         self.drawn: list[tuple[int, int, str]] = []
+        self.points: list[tuple[int, str]] = []  # (step, kind) of the yield points faults saw
 
     # ------------------------------------------------------------------ identity, clock
     def next_hex(self) -> str:
@@ -210,6 +209,8 @@ class World:
             if self.env is not None and not d.conns:
                 self.env(self)
             kind, detail = d.op
+            if self.faults is not None:
+                self.points.append((self.steps, kind))
             action = self.faults(self, d, kind, detail) if self.faults is not None else None
             label = action if isinstance(action, str) or action is None else type(action).__name__
             self.trace.append(f"{d.name} {kind} {detail} -> {label or '.'}")
@@ -220,8 +221,8 @@ class World:
                 while self.turn != CTL:
                     self.cond.wait()
             for x in ds:
-                if x.state == "done" and not getattr(x, "_noted", False):
-                    setattr(x, "_noted", True)
+                if x.state == "done" and not x.noted:
+                    x.noted = True
                     self.trace.append(f"{x.name} ended: {x.outcome.split(':')[0]}")
 
     def _join_helpers(self, ds: list[Driver]) -> None:

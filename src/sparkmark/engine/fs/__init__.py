@@ -32,5 +32,5 @@ from sparkmark.engine.fs.hadoop import (HadoopFS, Status, default_fs, mount_conf
 
 __all__: Sequence[str] = ["ArrowFS", "ArrowPath", "HadoopFS", "Status", "arrow_s3_options",
                           "default_fs", "file_system", "is_connect", "mount_conf", "open_fs",
-                          "parse_statuses", "qualify", "register_scheme", "s3_scheme_on_path_map", "s3_scheme_on_s3a",
-                          "stat_roots", "storage_secrets"]
+                          "parse_statuses", "qualify", "register_scheme", "s3_scheme_on_path_map",
+                          "s3_scheme_on_s3a", "stat_roots", "storage_secrets"]

@@ -98,7 +98,7 @@ def file_system(spark: "SparkSession | None", path: str) -> "HadoopFS | ArrowFS"
     if _SCHEMES and "://" in str(path):
         factory = _SCHEMES.get(str(path).partition("://")[0].lower())
         if factory is not None:
-            return factory(path)  # type: ignore[no-any-return]
+            return factory(path)
     if spark is None:
         return ArrowFS(path)
     if is_connect(spark):
