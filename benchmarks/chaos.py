@@ -188,6 +188,7 @@ def main() -> None:
     if a.simulate:
         from chaos_harness.sim.cli import main as simulate_main
         a.schedules_given = "--schedules" in sys.argv
+        a.json_given = any(x.startswith("--json") for x in sys.argv)
         sys.exit(simulate_main(a))
     if a.worker:
         return worker(a)

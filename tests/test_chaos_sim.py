@@ -27,6 +27,18 @@ planted = load_chaos("sim.planted")
 
 #: schedules found by ``chaos.py --simulate --planted --seed 1`` (shrunk): each catches its bug
 CATCHES = {
+    "publish_before_commit": json.dumps({"seed": 1000000, "keep": [1],
+                                         "planted": "publish_before_commit"}),
+    "skip_recovery": json.dumps({"seed": 1000002, "keep": [1, 3, 4],
+                                 "planted": "skip_recovery"}),
+    "no_lost_answer_fix": json.dumps({"seed": 1000111, "keep": [1, 2, 3, 4, 5, 6, 7, 8, 9, 10],
+                                      "planted": "no_lost_answer_fix"}),
+    "no_lease_or_version_check": json.dumps({"seed": 1000143, "keep": [1, 2, 3, 4],
+                                             "planted": "no_lease_or_version_check"}),
+    "low_watermark_off_by_one": json.dumps({"seed": 1000000, "keep": [1],
+                                            "planted": "low_watermark_off_by_one"}),
+    "removed_before_delete": json.dumps({"seed": 1000017, "keep": [1, 2, 3, 4],
+                                         "planted": "removed_before_delete"}),
 }
 
 
@@ -71,6 +83,7 @@ def test_the_model_checks_fire(tmp_path):
     world.files["sim://lake/in/a.json"] = sim_run.SimFile(({"id": 1},), 0)
     world.files["sim://lake/out/_sparkmark_staging/x/0/p.json"] = sim_run.SimFile((), 0)
     world.vanished = set()
+    world.changed = {}
     world.committed = {"0" * 32}
     world.store = sim_run.SimStore(f"sqlite:///{tmp_path}/s.db")
     try:

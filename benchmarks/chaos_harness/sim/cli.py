@@ -174,7 +174,7 @@ def main(a: Any) -> int:
         print(f"planted: {len(found) - len(missed)}/{len(found)} caught; missed: {missed}")
         return 1 if missed else 0
     rep = simulate(a.schedules, a.seed, do_shrink=not a.no_shrink,
-                   out=RESULTS / "chaos-sim.json")
+                   out=Path(a.json) if a.json_given else RESULTS / "chaos-sim.json")
     for v in rep["violations"]:
         print(f"VIOLATION seed={v['seed']}: {v['problems']}")
         print(f"  replay: python benchmarks/chaos.py --simulate --replay '{v['replay']}'")

@@ -150,7 +150,8 @@ def _apply(world: World, d: Driver, fault: str, kind: str) -> Any:
     if fault == "lost_answer":
         d.lose_answer = True
         return None
-    world.now += world.rng.choice([1_000, 60_000, LEASE_MS + 1, LEASE_MS + 1])  # clock_jump
+    # clock_jump: forward (past the lease, half the time: a stalled run), or back a little
+    world.now += world.rng.choice([-60_000, -1_000, 60_000, LEASE_MS + 1, LEASE_MS + 1])
     return None
 
 
@@ -187,13 +188,26 @@ def add_input(world: World, n_files: int) -> None:
 
 
 def environment(opts: Options) -> Callable[[World], None]:
-    """Between two steps: a file appears, or one vanishes (its records may then be missing)."""
+    """Between two steps: a file appears, one is appended to in place (its records may then
+    be read again: ``onModified=reprocess``), or one vanishes (its records may be missing)."""
     def env(world: World) -> None:
         if not opts.faults_on or opts.forced is not None or world.rng.random() >= opts.env_rate:
             return
-        if world.rng.random() < 0.6:
+        draw = world.rng.random()
+        if draw < 0.5:
             if world.allow("file_appears"):
                 add_input(world, 1)
+        elif draw < 0.75:
+            inputs = sorted(p for p in world.files if p.startswith(IN + "/"))
+            if inputs and world.allow("file_changes"):
+                p = world.rng.choice(inputs)
+                world.record_seq += 1
+                old = world.files[p]
+                rows = old.rows + ({"id": world.record_seq, "v": f"r{world.record_seq}"},)
+                world.files[p] = SimFile(rows, max(world.now, old.mtime + 1))
+                for r in rows:
+                    world.changed[r["id"]] = world.changed.get(r["id"], 0) + 1
+                world.note(f"env: {p} appended to in place")
         else:
             inputs = sorted(p for p in world.files if p.startswith(IN + "/"))
             if inputs and world.allow("file_vanishes"):
@@ -212,7 +226,8 @@ def ledger(world: World) -> list[dict]:
 
 
 def check(world: World) -> list[str]:
-    """Every record once; nothing staged left; every ledger row terminal; records_written
+    """Every record once (a record of a file appended to in place: at least once, at most once
+    more per change, as ``onModified=reprocess`` reads the file again); nothing staged left; every ledger row terminal; records_written
     equals the target; no committed run undone."""
     problems: list[str] = []
     rows = [r for p, f in sorted(world.files.items()) if p.startswith(OUT + "/")
@@ -222,7 +237,7 @@ def check(world: World) -> list[str]:
     expected = {r["id"] for p, f in world.files.items() if p.startswith(IN + "/") for r in f.rows}
     for i in sorted(expected | world.vanished):
         n = seen.get(i, 0)
-        if n > 1 or (n == 0 and i in expected):
+        if n > 1 + world.changed.get(i, 0) or (n == 0 and i in expected):
             problems.append(f"record {i} is in the target {n} times")
     staged = sorted(p for p in list(world.files) + sorted(world.dirs) if p.startswith(STAGING))
     if staged:
@@ -284,6 +299,7 @@ def run_schedule(seed: int, workdir: str, opts: Options | None = None,
     world.keep = None if keep is None else set(keep)
     world.file_seq = world.record_seq = 0  # type: ignore[attr-defined]
     world.vanished = set()  # type: ignore[attr-defined]
+    world.changed = {}  # type: ignore[attr-defined]  # record id -> changes of its file
     world.committed = set()  # type: ignore[attr-defined]
     world.rolled_back = set()  # type: ignore[attr-defined]
     world.bounded = world.rng.choice([2, 3, 1000])  # type: ignore[attr-defined]
