@@ -227,8 +227,8 @@ def ledger(world: World) -> list[dict]:
 
 def check(world: World) -> list[str]:
     """Every record once (a record of a file appended to in place: at least once, at most once
-    more per change, as ``onModified=reprocess`` reads the file again); nothing staged left; every ledger row terminal; records_written
-    equals the target; no committed run undone."""
+    more per change, as ``onModified=reprocess`` reads the file again); nothing staged left;
+    every ledger row terminal; records_written equals the target; no committed run undone."""
     problems: list[str] = []
     rows = [r for p, f in sorted(world.files.items()) if p.startswith(OUT + "/")
             and not any(part.startswith(("_", ".")) for part in p[len(OUT) + 1:].split("/"))
