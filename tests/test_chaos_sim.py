@@ -93,3 +93,15 @@ def test_the_model_checks_fire(tmp_path):
     assert any("record 1 is in the target 0 times" in p for p in problems)
     assert any("staged output left" in p for p in problems)
     assert any("committed run 00000000 is now None" in p for p in problems)
+
+
+def test_register_scheme_serves_only_its_scheme():
+    from sparkmark.engine.fs import ArrowFS, file_system, register_scheme
+    made = []
+    register_scheme("simtest", lambda path: made.append(path) or "FS")
+    try:
+        assert file_system(None, "SIMTEST://b/x") == "FS" and made == ["SIMTEST://b/x"]
+        assert isinstance(file_system(None, "/tmp"), ArrowFS)
+    finally:
+        register_scheme("simtest", None)
+    assert isinstance(file_system(None, "file:/tmp"), ArrowFS)

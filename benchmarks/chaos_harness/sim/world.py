@@ -126,8 +126,10 @@ class World:
         """An I/O boundary: give the baton back, then do what the controller decided."""
         d = self.current()
         if d is None:  # the controller, or a helper thread of a driver: runs through
-            if self.closed and threading.current_thread() is not threading.main_thread():
-                raise Reaped()
+            me = threading.current_thread()
+            if getattr(me, "sim_dead", False) or (self.closed and
+                                                  me is not threading.main_thread()):
+                raise Reaped()  # (a dead driver of an earlier schedule touches nothing here)
             return
         with self.cond:
             if self.closed:
@@ -155,6 +157,7 @@ class World:
                     conn.execute("ROLLBACK")
             except sqlite3.Error:
                 pass
+        threading.current_thread().sim_dead = True  # type: ignore[attr-defined]
         with self.cond:
             d.state = "dead"
             self.turn = CTL
