@@ -73,7 +73,8 @@ class Options:
     forced: dict[int, str] | None = None
     faults_on: bool = True
     operator: float = 0.3
-    kinds: tuple[str, ...] = ("kill", "outage", "lost_answer", "fs_error", "clock_jump")
+    kinds: tuple[str, ...] = ("kill", "stall", "outage", "lost_answer", "fs_error",
+                              "clock_jump")
 
 
 def _outage(what: str) -> OperationalError:
@@ -125,14 +126,12 @@ def draw_fault(opts: Options) -> Callable[[World, Driver, str, str], Any]:
         if not opts.faults_on or opts.rate is None or world.rng.random() >= opts.rate:
             return None
         fitting = [k for k in opts.kinds if fits(k, kind)]
-        if kind == "clock" and "clock_jump" in fitting and world.rng.random() < 0.5:
-            fitting = ["clock_jump"]  # (a stall: the one way a live run outlives its lease)
         return _apply(world, d, world.rng.choice(fitting), kind) if fitting else None
     return decide
 
 
 def fits(fault: str, kind: str) -> bool:
-    return {"kill": True, "outage": kind == "sql", "lost_answer": kind == "commit",
+    return {"kill": True, "stall": True, "outage": kind == "sql", "lost_answer": kind == "commit",
             "fs_error": kind.startswith("fs."), "clock_jump": kind == "clock"}[fault]
 
 
@@ -150,8 +149,10 @@ def _apply(world: World, d: Driver, fault: str, kind: str) -> Any:
     if fault == "lost_answer":
         d.lose_answer = True
         return None
-    # clock_jump: forward (past the lease, half the time: a stalled run), or back a little
-    world.now += world.rng.choice([-60_000, -1_000, 60_000, LEASE_MS + 1, LEASE_MS + 1])
+    if fault == "stall":  # the driver stops here for longer than its lease (a GC pause...)
+        world.now += LEASE_MS + 1
+        return None
+    world.now += world.rng.choice([-60_000, -1_000, 1_000, 60_000])  # clock_jump
     return None
 
 
@@ -164,6 +165,15 @@ def files_job(world: World) -> None:
                             options={"mode": "FAILFAST",  # (no schemaEvolution: Spark SQL)
                                      "boundedFiles": world.bounded})
         job.write(df, OUT, format="json", transformation_ctx="sink")
+
+
+def later(steps: int) -> Callable[[World], None]:
+    """The job, started by a second driver ``steps`` yield points after the first."""
+    def program(world: World) -> None:
+        for _ in range(steps):
+            world.io("idle", "")
+        files_job(world)
+    return program
 
 
 def operator_reset(world: World) -> None:
@@ -330,7 +340,8 @@ def run_schedule(seed: int, workdir: str, opts: Options | None = None,
                 world.now += 120_000
                 racers = 2 if (opts.faults_on and world.rng.random() < opts.race
                                and world.allow("racing_driver")) else 1
-                world.run_drivers([(f"e{ep}d{i}", files_job) for i in range(racers)])
+                world.run_drivers([(f"e{ep}d0", files_job)] + [
+                    (f"e{ep}d{i}", later(world.rng.randint(0, 80))) for i in range(1, racers)])
                 world.committed.update(r["run_id"] for r in ledger(world)
                                        if r["status"] == "SUCCEEDED")
                 world.now += LEASE_MS + 1  # a dead driver's lease has expired
