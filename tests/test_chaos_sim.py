@@ -95,6 +95,14 @@ def test_the_model_checks_fire(tmp_path):
     assert any("committed run 00000000 is now None" in p for p in problems)
 
 
+@pytest.mark.xfail(strict=True, reason="a finding of the simulation, not yet fixed in the "
+                   "product: a run stalled past its lease keeps writing its staging after the "
+                   "racer's takeover discarded it, then dies: the files stay under "
+                   "_sparkmark_staging (no duplicate, no loss); see docs/reliability.md")
+def test_finding_zombie_staging_left():
+    assert sim_cli.replay(json.dumps({"seed": 1000148, "keep": [1, 2, 3, 4, 5, 6]})).problems == []
+
+
 def test_register_scheme_serves_only_its_scheme():
     from sparkmark.engine.fs import ArrowFS, file_system, register_scheme
     made = []

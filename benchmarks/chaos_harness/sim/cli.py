@@ -35,7 +35,8 @@ def _workdir() -> str:
 def shrink(seed: int, drawn: list[int], patches: Callable[[World], Any] | None = None,
            opts: Options | None = None, budget: int = 60) -> tuple[list[int], list[str]]:
     """The fewest faults (by their ordinals) of a failing schedule that still fail it: each
-    dropped in turn while the schedule still fails (at most ``budget`` re-runs)."""
+    dropped in turn while the schedule still fails (at most ``budget`` re-runs).  With
+    ``patches`` (a planted bug) a smaller schedule counts only if it passes without them."""
     keep = list(drawn)
     problems = run_schedule(seed, _workdir(), opts, patches, keep=keep).problems
     runs = 1
@@ -44,6 +45,10 @@ def shrink(seed: int, drawn: list[int], patches: Callable[[World], Any] | None =
         trial = keep[:i] + keep[i + 1:]
         r = run_schedule(seed, _workdir(), opts, patches, keep=trial)
         runs += 1
+        if r.problems and patches is not None and \
+                run_schedule(seed, _workdir(), opts, keep=trial).problems:
+            i += 1  # it fails without the bug too: not a smaller catch of this bug
+            continue
         if r.problems:
             keep, problems = trial, r.problems
         else:
@@ -54,7 +59,8 @@ def shrink(seed: int, drawn: list[int], patches: Callable[[World], Any] | None =
 def simulate(schedules: int, seed: int, *, planted: str | None = None,
              do_shrink: bool = True, out: Path | None = None,
              progress: bool = True) -> dict[str, Any]:
-    """Run ``schedules`` schedules from ``seed``; returns (and writes) the report."""
+    """Run ``schedules`` schedules from ``seed``; returns (and writes) the report.  With
+    ``planted`` it stops at the first schedule that fails with the bug and passes without."""
     logging.disable(logging.WARNING)  # the product's warnings about injected faults
     t0 = time.monotonic()
     faults: Counter = Counter()
@@ -68,6 +74,8 @@ def simulate(schedules: int, seed: int, *, planted: str | None = None,
         faults.update(r.faults)
         steps += r.steps
         hashes.update(r.trace_hash.encode())
+        if r.problems and planted and run_schedule(s, _workdir()).problems:
+            continue  # it fails without the bug too: not this bug's catch
         if r.problems:
             keep, problems = (shrink(s, r.drawn, patches) if do_shrink
                               else (r.drawn, r.problems))

@@ -106,6 +106,7 @@ class World:
         if self.keep is not None and self.ordinal not in self.keep:
             return False
         self.drawn.append((self.ordinal, self.steps, kind))
+        self.trace.append(f"fault #{self.ordinal}: {kind}")
         self.count(kind)
         return True
 
