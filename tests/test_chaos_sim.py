@@ -29,15 +29,15 @@ planted = load_chaos("sim.planted")
 CATCHES = {
     "publish_before_commit": json.dumps({"seed": 1000000, "keep": [1],
                                          "planted": "publish_before_commit"}),
-    "skip_recovery": json.dumps({"seed": 1000002, "keep": [1, 3, 4],
+    "skip_recovery": json.dumps({"seed": 1000002, "keep": [2, 3, 4, 6, 11, 12],
                                  "planted": "skip_recovery"}),
-    "no_lost_answer_fix": json.dumps({"seed": 1000111, "keep": [1, 2, 3, 4, 5, 6, 7, 8, 9, 10],
+    "no_lost_answer_fix": json.dumps({"seed": 1000219, "keep": [1, 2, 3],
                                       "planted": "no_lost_answer_fix"}),
-    "no_lease_or_version_check": json.dumps({"seed": 1000143, "keep": [1, 2, 3, 4],
+    "no_lease_or_version_check": json.dumps({"seed": 1000229, "keep": [1, 2, 3, 4],
                                              "planted": "no_lease_or_version_check"}),
     "low_watermark_off_by_one": json.dumps({"seed": 1000000, "keep": [1],
                                             "planted": "low_watermark_off_by_one"}),
-    "removed_before_delete": json.dumps({"seed": 1000017, "keep": [1, 2, 3, 4],
+    "removed_before_delete": json.dumps({"seed": 1000088, "keep": [2, 3, 4, 5, 6, 7, 8, 9, 10],
                                          "planted": "removed_before_delete"}),
 }
 
