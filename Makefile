@@ -38,7 +38,7 @@ CRASH_TRIALS35 ?= 3
 CRASH_JDBC_TRIALS35 ?= 2
 
 .PHONY: install install35 install41 install-airflow install-dagster cds cds35 cds41 cds-airflow jars iceberg-jars demo lint test test4 \
-	test35 test-iceberg test-iceberg35 test-iceberg41 test-delta test-airflow test-dagster bench
+	sim test35 test-iceberg test-iceberg35 test-iceberg41 test-delta test-airflow test-dagster bench
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -126,6 +126,16 @@ demo: $(DEMO_BIN)/.installed
 TEST_PLAN ?= lint test4 test35 test-iceberg35+test-iceberg41 test-delta+test-airflow+test-dagster
 test:
 	@MAKE="$(MAKE)" bash .ci/suites $(TEST_PLAN)
+
+# the deterministic simulation of the run protocol (no JVM): 200 seeded schedules, 0 violations
+# expected; the planted bugs are replayed by tests/test_chaos_sim.py (in test4).  The full
+# search, `benchmarks/chaos.py --simulate --planted`, is not part of `make test`.  Not yet in
+# TEST_PLAN: schedule 1000148 finds staged files a lease-expired ("zombie") run wrote after the
+# takeover discarded its staging (docs/reliability.md); add `sim` after lint once that is fixed
+SIM_SEED ?= 1
+sim: install
+	PYTHONPATH=src $(BIN)/python benchmarks/chaos.py --simulate --schedules 200 --seed $(SIM_SEED) \
+		--json $${TMPDIR:-/tmp}/chaos-sim-ci.json
 
 # ruff and mypy (configured in pyproject.toml); part of `make test`
 lint: install

@@ -8,6 +8,7 @@ a check against a model.
     python benchmarks/chaos.py --jobs pipeline --schedules 3 --steps 4 --seed 3
     .venv35/bin/python benchmarks/chaos.py --jobs files,iceberg --schedules 4 --steps 4
     python benchmarks/chaos.py --jobs s3files --schedules 3 --steps 4 --seed 1
+    python benchmarks/chaos.py --simulate --schedules 1000 --seed 1   # no JVM: chaos_harness/sim
 
 Each schedule runs one job, its kind drawn from the schedule's seed among ``--jobs``:
 ``files`` (JSON files -> parquet files on local disk) or ``jdbc`` (a PostgreSQL source table
@@ -170,12 +171,25 @@ def main() -> None:
     ap.add_argument("--shrink-budget", type=int, default=4,
                     help="most schedules re-run to shrink one failing schedule")
     ap.add_argument("--json", default=str(ROOT / "benchmarks" / "results" / "chaos.json"))
+    ap.add_argument("--simulate", action="store_true",
+                    help="the deterministic simulation: the real sparkmark code over a "
+                         "simulated engine, file system and clock, in this process (no JVM); "
+                         "--replay then takes a simulated schedule's JSON")
+    ap.add_argument("--sweep", action="store_true",
+                    help="with --simulate: one fault at every I/O point of a clean run")
+    ap.add_argument("--planted", action="store_true",
+                    help="with --simulate: check that every planted bug is caught")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--verify", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--job", default="files", help=argparse.SUPPRESS)
     for hidden in ("--state", "--input", "--target", "--gate", "--data-jdbc"):
         ap.add_argument(hidden, help=argparse.SUPPRESS)
     a = ap.parse_args()
+    if a.simulate:
+        from chaos_harness.sim.cli import main as simulate_main
+        a.schedules_given = "--schedules" in sys.argv
+        a.json_given = any(x.startswith("--json") for x in sys.argv)
+        sys.exit(simulate_main(a))
     if a.worker:
         return worker(a)
     jobs = parse_jobs(a.jobs)

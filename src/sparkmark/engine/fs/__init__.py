@@ -26,11 +26,11 @@ from typing import Sequence
 
 from sparkmark.engine.compat import is_connect
 from sparkmark.engine.fs.arrow import ArrowFS, ArrowPath, arrow_s3_options, qualify, stat_roots
-from sparkmark.engine.fs.choose import file_system, open_fs, storage_secrets
+from sparkmark.engine.fs.choose import file_system, open_fs, register_scheme, storage_secrets
 from sparkmark.engine.fs.hadoop import (HadoopFS, Status, default_fs, mount_conf,
                                         parse_statuses, s3_scheme_on_path_map, s3_scheme_on_s3a)
 
 __all__: Sequence[str] = ["ArrowFS", "ArrowPath", "HadoopFS", "Status", "arrow_s3_options",
                           "default_fs", "file_system", "is_connect", "mount_conf", "open_fs",
-                          "parse_statuses", "qualify", "s3_scheme_on_path_map", "s3_scheme_on_s3a",
-                          "stat_roots", "storage_secrets"]
+                          "parse_statuses", "qualify", "register_scheme", "s3_scheme_on_path_map",
+                          "s3_scheme_on_s3a", "stat_roots", "storage_secrets"]

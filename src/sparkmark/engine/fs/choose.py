@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Callable
 
 from sparkmark.engine.compat import is_connect
 from sparkmark.engine.fs.arrow import ArrowFS, learn_server_s3, server_s3_conf
@@ -64,6 +64,26 @@ def open_fs(spark: "SparkSession", path: str, *, what: str = "path") -> "HadoopF
         raise ValueError(f"cannot open {what} {path!r}: {java_error_text(e)}") from None
 
 
+#: file systems registered by scheme (:func:`register_scheme`): the one seam a simulation (or
+#: a test double) uses to serve a scheme of its own; empty in production
+_SCHEMES: dict[str, Callable[[str], Any]] = {}
+
+
+def register_scheme(scheme: str, factory: Callable[[str], Any] | None) -> None:
+    """Serve paths of ``scheme`` (``"sim"`` for ``sim://...``) with ``factory(path)``, an object
+    with :class:`HadoopFS`'s interface, whatever the session; ``None`` removes it.  Used by the
+    deterministic simulation (``benchmarks/chaos.py --simulate``); production code registers
+    nothing, so every other path is chosen by the session's type as before.
+
+    Example: ``register_scheme("sim", lambda path: SimFS(world, path))``
+    """
+    key = scheme.lower()
+    if factory is None:
+        _SCHEMES.pop(key, None)
+    else:
+        _SCHEMES[key] = factory
+
+
 def file_system(spark: "SparkSession | None", path: str) -> "HadoopFS | ArrowFS":
     """The file system of ``path`` for this session — the one place that chooses by session
     type: Hadoop's through the JVM for classic sessions (every Spark path, with the Hadoop
@@ -75,6 +95,10 @@ def file_system(spark: "SparkSession | None", path: str) -> "HadoopFS | ArrowFS"
 
     Example: ``file_system(spark, "s3a://bucket/out").files("s3a://bucket/out")``.
     """
+    if _SCHEMES and "://" in str(path):
+        factory = _SCHEMES.get(str(path).partition("://")[0].lower())
+        if factory is not None:
+            return factory(path)
     if spark is None:
         return ArrowFS(path)
     if is_connect(spark):
