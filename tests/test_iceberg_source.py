@@ -103,6 +103,8 @@ def test_the_helper_looks_as_the_py4j_path_does(ice, runner):
     range is the py4j path's: the current snapshot, the walk back to the bookmark, and the
     whole metadata where the walk does not reach it (too long, not an ancestor)."""
     from sparkmark.engine import tablemeta
+    from sparkmark.engine.compat import classic_dataframe
+    from sparkmark.engine.jvm import encode_rows, helper
     from sparkmark.sources import table as source
     t = Table(ice)
     ids = [t.insert(i) for i in range(1, 6)]
@@ -122,9 +124,13 @@ def test_the_helper_looks_as_the_py4j_path_does(ice, runner):
         assert far.meta == h.reread(refresh=False)
     assert tablemeta.look_range(ice, t.name + "_missing", after=1) is None
     assert tablemeta.look_range(ice, t.name + ".branch_main", after=1) is None
-    df = source._iceberg_reader(ice, t.name, {"start-snapshot-id": str(ids[2]),
-                                              "end-snapshot-id": str(ids[4])})
+    opts = {"start-snapshot-id": str(ids[2]), "end-snapshot-id": str(ids[4])}
+    df = source._iceberg_reader(ice, t.name, opts)
     assert sorted(r.id for r in df.collect()) == [4, 5]
+    # the helper's own load (the reader falls back silently), on this Spark line's classes
+    jdf = helper(ice, "SparkmarkTableHelper").load(ice._jsparkSession, t.name,
+                                                  encode_rows(list(opts.items())))
+    assert sorted(r.id for r in classic_dataframe(ice, jdf).collect()) == [4, 5]
     with pytest.raises(Exception, match="(?i)not found|cannot be found"):
         source._iceberg_reader(ice, t.name + "_missing", {})
 
