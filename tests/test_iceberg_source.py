@@ -85,7 +85,57 @@ def runner(ice, sqlite_url, clock):
     return Runner(ice, sqlite_url, clock)
 
 
-def test_appends_are_read_exactly_once_and_nothing_new_is_empty(ice, runner, ice_catalog):
+@pytest.fixture(params=["jvm helper", "py4j calls"])
+def path(request, monkeypatch):
+    """Both ways the source reaches the table: ``java/SparkmarkTableHelper`` (the metadata look
+    and the DataFrame load one round trip each, the usual way) and call by call through py4j
+    (where the helper cannot load)."""
+    from sparkmark.engine import tablemeta
+    from sparkmark.sources import table as source
+    if request.param == "py4j calls":
+        monkeypatch.setattr(tablemeta, "helper", lambda *a: None)
+        monkeypatch.setattr(source, "helper", lambda *a: None)
+    return request.param
+
+
+def test_the_helper_looks_as_the_py4j_path_does(ice, runner):
+    """The helper is what a classic session uses (not a silent fallback), and its look at a
+    range is the py4j path's: the current snapshot, the walk back to the bookmark, and the
+    whole metadata where the walk does not reach it (too long, not an ancestor)."""
+    from sparkmark.engine import tablemeta
+    from sparkmark.engine.compat import classic_dataframe
+    from sparkmark.engine.jvm import encode_rows, helper
+    from sparkmark.sources import table as source
+    t = Table(ice)
+    ids = [t.insert(i) for i in range(1, 6)]
+    h = tablemeta.open_table(ice, t.name, read=False)
+    md = h.base
+    look = tablemeta.look_range(ice, t.name, after=ids[1])
+    assert look is not None and look.meta is None
+    assert look.current == h.current(md)
+    assert look.chain == h.walk(md, h.current(md), after=ids[1])
+    assert [s.id for s in look.chain] == ids[:1:-1]
+    replay = tablemeta.look_range(ice, t.name, after=ids[0], through=ids[3])
+    assert replay is not None and [s.id for s in replay.chain] == [ids[3], ids[2], ids[1]]
+    assert tablemeta.look_range(ice, t.name, after=ids[-1]).chain is None  # nothing to walk
+    for far in (tablemeta.look_range(ice, t.name, after=123),  # not an ancestor
+                tablemeta.look_range(ice, t.name, after=ids[1], limit=2)):  # too long
+        assert far is not None and far.chain is None
+        assert far.meta == h.reread(refresh=False)
+    assert tablemeta.look_range(ice, t.name + "_missing", after=1) is None
+    assert tablemeta.look_range(ice, t.name + ".branch_main", after=1) is None
+    opts = {"start-snapshot-id": str(ids[2]), "end-snapshot-id": str(ids[4])}
+    df = source._iceberg_reader(ice, t.name, opts)
+    assert sorted(r.id for r in df.collect()) == [4, 5]
+    # the helper's own load (the reader falls back silently), on this Spark line's classes
+    jdf = helper(ice, "SparkmarkTableHelper").load(ice._jsparkSession, t.name,
+                                                  encode_rows(list(opts.items())))
+    assert sorted(r.id for r in classic_dataframe(ice, jdf).collect()) == [4, 5]
+    with pytest.raises(Exception, match="(?i)not found|cannot be found"):
+        source._iceberg_reader(ice, t.name + "_missing", {})
+
+
+def test_appends_are_read_exactly_once_and_nothing_new_is_empty(ice, runner, ice_catalog, path):
     t = Table(ice, ice_catalog)
     first = t.insert(1, 2)
     # the upper snapshot is fixed at run start: a commit during the run waits for the next one
@@ -108,7 +158,7 @@ def test_appends_are_read_exactly_once_and_nothing_new_is_empty(ice, runner, ice
     assert paths and all(p.startswith(scheme) for p in paths), paths  # where the data lives
 
 
-def test_non_append_fails_by_default_and_skip_reads_the_appends(ice, runner, ice_catalog):
+def test_non_append_fails_by_default_and_skip_reads_the_appends(ice, runner, ice_catalog, path):
     t = Table(ice, ice_catalog)
     start = t.insert(1, 2)
     runner.run(t)
@@ -128,7 +178,7 @@ def test_non_append_fails_by_default_and_skip_reads_the_appends(ice, runner, ice
     assert runner.element()["snapshot_id"] == t.current()
 
 
-def test_broken_lineage_is_a_clear_error(ice, runner):
+def test_broken_lineage_is_a_clear_error(ice, runner, path):
     t = Table(ice)
     s1 = t.insert(1)
     t.insert(2)
@@ -165,7 +215,7 @@ def test_bookmarks_disabled_read_the_whole_table(ice, runner):
     assert runner.info()["mode"] == "all"
 
 
-def test_pause_from_to_replays_a_runs_snapshots(ice, runner):
+def test_pause_from_to_replays_a_runs_snapshots(ice, runner, path):
     t = Table(ice)
     t.insert(1)
     runner.run(t)
@@ -302,7 +352,7 @@ def test_changes_replays_a_runs_range(ice, runner):
     assert runner.info()["mode"] == "all"
 
 
-def test_a_run_reads_its_own_snapshots_one_by_one_and_a_long_range_whole(ice, runner):
+def test_a_run_reads_its_own_snapshots_one_by_one_and_a_long_range_whole(ice, runner, path):
     """A run reads the snapshots of its range from the table's metadata one by one, following
     parent links back from the current one (its cost follows the range, not the table's
     history: issue 22); a range longer than the walk's limit, or one that does not reach the

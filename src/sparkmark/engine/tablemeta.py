@@ -13,7 +13,9 @@ snapshot: 22 ms to read whole at 1,000 snapshots, 45 ms at 3,000).  So the sourc
 current snapshot and walks its range back through parent links one snapshot at a time
 (:meth:`TableHandle.walk`), and the sink reads the schema, one property and the newest
 snapshots (:meth:`TableHandle.staged`); the whole document only where every snapshot counts
-(a broken lineage, a long range, the ancestry walk of a recovery).
+(a broken lineage, a long range, the ancestry walk of a recovery).  Where sparkmark's Java
+helper loads, the source's look (load, refresh, current snapshot, walk) is one py4j round trip
+(:func:`look_range`) instead of five and more.
 
 The sink keeps the Java table of :func:`open_table` for a run's three looks at its target
 (the checks before the write, the staged snapshot after it, the cherry-pick at commit), so a
@@ -35,7 +37,7 @@ from types import MappingProxyType
 from typing import Any, Mapping, NamedTuple
 
 from sparkmark.engine.compat import is_connect
-from sparkmark.engine.jvm import java_error_text, java_static
+from sparkmark.engine.jvm import helper, java_error_text, java_static
 
 log = logging.getLogger("sparkmark.table")
 
@@ -241,6 +243,53 @@ def open_table(spark: Any, name: str, *, read: bool = True) -> TableHandle | Non
         return handle
     except Exception as e:  # noqa: BLE001 - py4j errors, a table of another kind
         log.debug("metadata of table %s through the Java API: %s", name, java_error_text(e))
+        return None
+
+
+class RangeLook(NamedTuple):
+    """What :func:`look_range` read: the ``main`` branch's snapshot (``None``: none yet) and,
+    when a range was asked, its snapshots newest first (``chain``) or, when the walk did not
+    reach its start, the whole metadata (``meta``).
+
+    Example: ``RangeLook(None, None, None).chain is None``
+    """
+
+    current: SnapshotMeta | None
+    chain: list[SnapshotMeta] | None
+    meta: TableMetadata | None
+
+
+def look_range(spark: Any, name: str, after: int, through: int | None = None,
+               limit: int = 64) -> RangeLook | None:
+    """The source's look at table ``name`` in one py4j round trip (sparkmark's Java helper,
+    ``SparkmarkTableHelper.range``): the table loaded and refreshed, its current snapshot and,
+    when the range's top (``through``, else the current snapshot) is not ``after``, what
+    :meth:`TableHandle.walk` gives from the top back to ``after`` (at most ``limit``), else the
+    whole metadata document, as :func:`open_table`, :meth:`TableHandle.current`,
+    :meth:`TableHandle.walk` and :meth:`TableHandle.reread` read them call by call (five
+    round trips and more).  ``None`` where the helper is not at hand (Spark Connect, a name
+    with a branch, tag or time-travel suffix, no helper) or raised (not an Iceberg table, any
+    error): the caller takes that py4j path, which gives the error to show.
+
+    Example: ``look_range(spark, "local.db.orders", after=41).chain``
+    """
+    parts = re.findall(_PART, name)
+    if is_connect(spark) or not parts or SELECTOR.match(parts[-1].strip("`")):
+        return None
+    made = helper(spark, "SparkmarkTableHelper")
+    if made is None:
+        return None
+    try:
+        doc = json.loads(made.range(spark._jsparkSession, name, str(after),
+                                    None if through is None else str(through), limit))
+        cur = doc.get("current")
+        chain = doc.get("chain")
+        whole = doc.get("metadata")
+        return RangeLook(None if cur is None else parse_snapshot(cur),
+                         None if chain is None else [parse_snapshot(s) for s in chain],
+                         None if whole is None else parse(whole))
+    except Exception as e:  # noqa: BLE001 - not an Iceberg table, no such table, py4j errors
+        log.debug("metadata of table %s through the helper: %s", name, java_error_text(e))
         return None
 
 

@@ -37,10 +37,10 @@ import re
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from sparkmark.engine.compat import is_connect
+from sparkmark.engine.compat import classic_dataframe, is_connect
 from sparkmark.core.errors import ConfigError, SourceError
 from sparkmark.engine import tablemeta
-from sparkmark.engine.jvm import java_error_text
+from sparkmark.engine.jvm import encode_rows, helper, java_error_text
 from sparkmark.planning import snapshots as sp
 from sparkmark.core.run import ReadMode, RunContext
 
@@ -76,6 +76,7 @@ def read_table(run: RunContext, name: str, transformation_ctx: str | None = None
     spark = run.spark
 
     handle: tablemeta.TableHandle | None = None
+    look: tablemeta.RangeLook | None = None
     top: tablemeta.SnapshotMeta | int | None = None
     if bm.mode is ReadMode.REPLAY:
         after = sp.read_element(bm.previous, name, ctx, "--job-bookmark-from run's")
@@ -83,16 +84,21 @@ def read_table(run: RunContext, name: str, transformation_ctx: str | None = None
     else:
         after = (sp.read_element(bm.previous, name, ctx) if bm.mode is ReadMode.INCREMENTAL
                  else None)
-        # classic sessions: the table refreshed once, its current snapshot read alone
-        handle = tablemeta.open_table(spark, name, read=False) if after is not None else None
+        # classic sessions: the table refreshed once, its current snapshot and the range's
+        # snapshots read in one round trip through the helper, else call by call
+        look = tablemeta.look_range(spark, name, after) if after is not None else None
+        handle = (tablemeta.open_table(spark, name, read=False)
+                  if after is not None and look is None else None)
         current: tablemeta.SnapshotMeta | None = None
-        if handle is not None:
+        if look is not None:
+            current = look.current
+        elif handle is not None:
             try:
                 current = handle.current(handle.base)
             except Exception as e:  # noqa: BLE001 - the table property / refs answer instead
                 log.debug("current snapshot of %s: %s", name, java_error_text(e))
                 handle = None
-        if handle is not None:
+        if look is not None or handle is not None:
             top, through = current, None if current is None else current.id
         else:
             through = current_snapshot(spark, name)
@@ -101,7 +107,14 @@ def read_table(run: RunContext, name: str, transformation_ctx: str | None = None
     snaps: list[sp.Snapshot] = []
     if needs_list:
         assert after is not None
-        snaps = _range_snapshots(spark, name, handle, top, after)
+        if look is None and handle is None and isinstance(top, int):  # a replay
+            look = tablemeta.look_range(spark, name, after, top)
+        if look is not None and look.chain is not None:
+            snaps = [_as_snapshot(s) for s in look.chain]
+        elif look is not None and look.meta is not None:
+            snaps = table_snapshots(look.meta)
+        else:
+            snaps = _range_snapshots(spark, name, handle, top, after)
     plan = sp.plan_read(str(bm.mode), snaps, after, through, policy, table=name, ctx=ctx)
     df = _load(spark, name, plan, reader_opts)
 
@@ -238,18 +251,18 @@ def _sql(spark: Any, name: str, query: str) -> list[Any]:
 
 
 def _load(spark: Any, name: str, plan: sp.TablePlan, opts: dict[str, str]) -> "DataFrame":
-    reader = spark.read.format("iceberg").options(**opts)
     try:
         if plan.kind == sp.CHANGELOG:
             return _changelog(spark, name, plan, opts)
         if plan.kind == sp.APPENDS:
-            return (reader.option("start-snapshot-id", str(plan.after))
-                    .option("end-snapshot-id", str(plan.through)).load(name))
+            return _iceberg_reader(spark, name, {
+                **opts, "start-snapshot-id": str(plan.after),
+                "end-snapshot-id": str(plan.through)})
         if plan.through is None:  # no snapshot yet: the table as it is (empty)
-            df = reader.load(name)
+            df = _iceberg_reader(spark, name, opts)
         else:
             # Spark's own time-travel option: Iceberg 1.11+ refuses its old ``snapshot-id``
-            df = reader.option("versionAsOf", str(plan.through)).load(name)
+            df = _iceberg_reader(spark, name, {**opts, "versionAsOf": str(plan.through)})
         if plan.changelog:  # the changelog's columns on every run
             df = _as_inserts(df, plan.through)
         return df.limit(0) if plan.kind == sp.NOTHING else df
@@ -257,6 +270,20 @@ def _load(spark: Any, name: str, plan: sp.TablePlan, opts: dict[str, str]) -> "D
         raise SourceError(f"Spark cannot read table {name} ({plan.kind}, snapshots "
                           f"{plan.after}..{plan.through}): {java_error_text(e)}") from None
 
+
+def _iceberg_reader(spark: Any, name: str, opts: dict[str, str]) -> "DataFrame":
+    """``spark.read.format("iceberg").options(**opts).load(name)``: on a classic session
+    through sparkmark's Java helper, the same calls in the driver JVM in one py4j round trip
+    (five and more call by call); where the helper is not at hand, or raised (Spark's
+    resolution errors among others), call by call, which gives the error to show."""
+    made = None if is_connect(spark) else helper(spark, "SparkmarkTableHelper")
+    if made is not None:
+        try:
+            return classic_dataframe(spark, made.load(spark._jsparkSession, name,
+                                                      encode_rows(list(opts.items()))))
+        except Exception as e:  # noqa: BLE001 - the call-by-call path decides and says why
+            log.debug("reading table %s through the helper: %s", name, java_error_text(e))
+    return spark.read.format("iceberg").options(**opts).load(name)
 
 
 def _as_inserts(df: "DataFrame", snapshot: int | None) -> "DataFrame":

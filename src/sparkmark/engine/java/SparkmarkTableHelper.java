@@ -8,22 +8,31 @@
 // Text comes back as sparkmark/engine/jdbc/jvmlink.py's rows: values separated by TAB, each row ended by
 // LF, NULL as \N (SparkmarkJdbcHelper.put); options go in the same way.
 //
+// The Iceberg source's two steps (sparkmark/sources/table.py) are here too: the metadata look
+// (the table loaded and refreshed, its current snapshot, the range's snapshots) and the
+// DataFrame load, one round trip each instead of five each.
+//
 // Rebuild the class after editing (Java 8 bytecode; Spark's and Iceberg's public API only):
-//     javac --release 8 -cp "<pyspark 3.5>/jars/*:<iceberg-spark-runtime jar>" \
-//         -d src/sparkmark/java src/sparkmark/java/SparkmarkTableHelper.java \
-//         src/sparkmark/java/SparkmarkJdbcHelper.java
+//     javac --release 8 -cp "<pyspark 3.5>/jars/*:<iceberg-spark-runtime-3.5 jar>" \
+//         -d src/sparkmark/engine/java src/sparkmark/engine/java/SparkmarkTableHelper.java \
+//         src/sparkmark/engine/java/SparkmarkJdbcHelper.java
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 
 import org.apache.iceberg.HasTableOperations;
 import org.apache.iceberg.Snapshot;
+import org.apache.iceberg.SnapshotParser;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.TableMetadata;
+import org.apache.iceberg.TableMetadataParser;
 import org.apache.iceberg.TableOperations;
 import org.apache.iceberg.spark.Spark3Util;
 import org.apache.iceberg.types.Types;
+import org.apache.spark.sql.DataFrameReader;
 import org.apache.spark.sql.DataFrameWriterV2;
 import org.apache.spark.sql.Dataset;
+import org.apache.spark.sql.Row;
 import org.apache.spark.sql.RuntimeConfig;
 import org.apache.spark.sql.SparkSession;
 
@@ -38,6 +47,80 @@ public class SparkmarkTableHelper {
         Target t = new Target(session, name, table);
         t.base = t.ops.refresh();
         return t;
+    }
+
+    /** The source's metadata look, as sparkmark/engine/tablemeta.py's py4j path makes it
+     *  (open_table, TableHandle.current, TableHandle.walk, the whole document when the walk
+     *  does not reach): table {@code name} loaded through the session's catalog, its metadata
+     *  refreshed, and one JSON object.  "current": the main branch's snapshot (SnapshotParser's
+     *  JSON; null before the first).  When {@code after} is given and the range's top
+     *  ({@code through}, else the current snapshot) is another snapshot: "chain", the snapshots
+     *  after {@code after} up to the top, newest first, followed through parent links (at most
+     *  {@code limit}); or, when that walk does not reach {@code after} (not an ancestor, an
+     *  expired snapshot on the way, a longer range, an error), "metadata": the whole metadata
+     *  document (TableMetadataParser's JSON) the walk read. */
+    public String range(SparkSession session, String name, String after, String through,
+                        int limit) throws Exception {
+        Table table = Spark3Util.loadIcebergTable(session, name);
+        TableMetadata base = ((HasTableOperations) table).operations().refresh();
+        Snapshot current = base.currentSnapshot();
+        StringBuilder sb = new StringBuilder("{\"current\":");
+        sb.append(current == null ? "null" : SnapshotParser.toJson(current));
+        Long top = through != null ? Long.valueOf(through)
+                : current == null ? null : Long.valueOf(current.snapshotId());
+        if (after != null && top != null && top.longValue() != Long.parseLong(after)) {
+            List<Snapshot> chain;
+            try {
+                chain = walk(base, top.longValue(), Long.parseLong(after), limit);
+            } catch (RuntimeException e) {
+                chain = null;  // the whole document decides, as on the py4j path
+            }
+            if (chain != null) {
+                sb.append(",\"chain\":[");
+                for (int i = 0; i < chain.size(); i++) {
+                    if (i > 0) {
+                        sb.append(',');
+                    }
+                    sb.append(SnapshotParser.toJson(chain.get(i)));
+                }
+                sb.append(']');
+            } else {
+                sb.append(",\"metadata\":").append(TableMetadataParser.toJson(base));
+            }
+        }
+        return sb.append('}').toString();
+    }
+
+    /** TableHandle.walk: the snapshots after {@code after} up to {@code top}, newest first;
+     *  null when {@code after} is not reached within {@code limit} snapshots. */
+    static List<Snapshot> walk(TableMetadata metadata, long top, long after, int limit) {
+        List<Snapshot> out = new ArrayList<Snapshot>();
+        Snapshot at = metadata.snapshot(top);
+        while (at != null && out.size() < limit) {
+            if (at.snapshotId() == after) {
+                return out;
+            }
+            out.add(at);
+            Long parent = at.parentId();
+            if (parent == null) {
+                return null;
+            }
+            if (parent.longValue() == after) {
+                return out;
+            }
+            at = metadata.snapshot(parent.longValue());
+        }
+        return null;
+    }
+
+    /** {@code session.read().format("iceberg").option(k, v)...load(name)}: the source's
+     *  DataFrame (options: rows of name and value, in order). */
+    public Dataset<Row> load(SparkSession session, String name, String options) {
+        DataFrameReader reader = session.read().format("iceberg");
+        for (String[] kv : SparkmarkJdbcHelper.rows(options)) {
+            reader = reader.option(kv[0], kv[1]);
+        }
+        return reader.load(name);
     }
 
     /** One write's target table and the metadata it last saw. */
