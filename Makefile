@@ -182,10 +182,13 @@ test-iceberg41: install41 jars
 	--junitxml=.suite-logs/test-iceberg41.xml $(ICEBERG_SUITES)
 
 # Delta Lake's jars on Spark 3.5 and 4.1 (Delta publishes nothing for Spark 4.3), each line in a
-# pytest process of its own (the session must start with Delta's extensions); ~1 min a line
+# pytest process of its own (the session must start with Delta's extensions); ~1 min a line;
+# then the Delta target (exactly once, SIGKILL trials, rollback), again a process a line
 test-delta: install35 install41 jars
 	SPARKMARK_REQUIRE_DELTA=1 $(BIN35)/python -m pytest -q -p no:cacheprovider tests/test_delta_jars.py
 	SPARKMARK_REQUIRE_DELTA=1 $(BIN41)/python -m pytest -q -p no:cacheprovider tests/test_delta_jars.py
+	SPARKMARK_REQUIRE_DELTA=1 $(BIN35)/python -m pytest -q -p no:cacheprovider tests/test_delta_target.py
+	SPARKMARK_REQUIRE_DELTA=1 $(BIN41)/python -m pytest -q -p no:cacheprovider tests/test_delta_target.py
 
 # Airflow's dag.test() and Dagster's materialize() running real sparkmark jobs (local Spark)
 test-airflow: install-airflow

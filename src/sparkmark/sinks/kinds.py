@@ -1,5 +1,5 @@
 """One protocol for what every kind of staged output must do after the write: each kind of
-:data:`~sparkmark.core.run.StagedOutput` (``files``, ``jdbc``, ``iceberg``) has an
+:data:`~sparkmark.core.run.StagedOutput` (``files``, ``jdbc``, ``iceberg``, ``delta``) has an
 :class:`OutputKind` that publishes, discards and removes it, and says whether its removal can
 be finished now.  :mod:`sparkmark.sinks.publish` dispatches on ``out.kind`` through
 :func:`kind_of`; a new target is one more entry in :data:`KINDS`, not one more branch there.
@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Mapping, Protocol
 
-from sparkmark.core.run import FileOutput, JdbcOutput, StagedOutput, TableOutput
+from sparkmark.core.run import DeltaOutput, FileOutput, JdbcOutput, StagedOutput, TableOutput
+from sparkmark.sinks.delta import discard_delta, publish_delta, remove_delta_run
 from sparkmark.sinks.files import discard_files, publish_files, remove_published_files
 from sparkmark.sinks.jdbc import discard_jdbc, publish_jdbc, remove_jdbc_run
 from sparkmark.sinks.table import discard_table, publish_table
@@ -135,8 +136,38 @@ class IcebergKind:
         return True
 
 
+class DeltaKind:
+    """Delta Lake tables (:mod:`sparkmark.sinks.delta`): committed during the run, so the
+    publish has nothing to move; a run that did not commit has its rows removed.
+
+    Example: ``DeltaKind().discard(spark, out, None, run_id)  # True``
+    """
+
+    kind = "delta"
+
+    def publish(self, spark: "SparkSession", run_id: str, out: DeltaOutput,
+                credentials: Mapping[str, Any] | None) -> bool:
+        return publish_delta(spark, run_id, out)
+
+    def discard(self, spark: "SparkSession", out: DeltaOutput,
+                credentials: Mapping[str, Any] | None, run_id: str | None) -> bool:
+        return discard_delta(spark, out, run_id)
+
+    def remove(self, spark: "SparkSession | None", run_id: str, out: DeltaOutput,
+               credentials: Mapping[str, Any] | None, dry_run: bool) -> list[str]:
+        if spark is None:
+            return [f"{out.target}: the rows run {run_id} appended (Delta version "
+                    f"{out.version}; counted when the reset runs, with a Spark session that "
+                    "has Delta)"]
+        return remove_delta_run(spark, run_id, out, dry_run=dry_run)
+
+    def reachable(self, out: DeltaOutput, credentials: Mapping[str, Any] | None) -> bool:
+        return True
+
+
 #: every kind of staged output, by its ``kind``
-KINDS: dict[str, OutputKind] = {k.kind: k for k in (FilesKind(), JdbcKind(), IcebergKind())}
+KINDS: dict[str, OutputKind] = {k.kind: k for k in (FilesKind(), JdbcKind(), IcebergKind(),
+                                                    DeltaKind())}
 
 
 def kind_of(out: StagedOutput) -> OutputKind:

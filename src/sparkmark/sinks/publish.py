@@ -1,6 +1,6 @@
 """Publish, discard, remove and recover staged output: one dispatch on the typed
 :data:`~sparkmark.core.run.StagedOutput`, through its kind's
-:class:`~sparkmark.sinks.kinds.OutputKind` (files, JDBC, Iceberg).
+:class:`~sparkmark.sinks.kinds.OutputKind` (files, JDBC, Iceberg, Delta).
 
     publish_outputs(spark, store, run_id, outputs)   # after the state store commit
     discard_outputs(spark, outputs)                  # a run that did not commit
