@@ -192,8 +192,9 @@ test-iceberg41: install41 jars
 	--junitxml=.suite-logs/test-iceberg41.xml $(ICEBERG_SUITES)
 
 # Delta Lake's jars on Spark 3.5 and 4.1 (Delta publishes nothing for Spark 4.3), each line in a
-# pytest process of its own (the session must start with Delta's extensions); ~1 min a line
-DELTA_SUITES ?= tests/test_delta_jars.py tests/test_delta_source.py
+# pytest process of its own (the session must start with Delta's extensions; the modules share
+# it): the jars, the sources, then the target (exactly once, SIGKILL trials, rollback)
+DELTA_SUITES ?= tests/test_delta_jars.py tests/test_delta_source.py tests/test_delta_target.py
 test-delta: install35 install41 jars
 	SPARKMARK_REQUIRE_DELTA=1 $(BIN35)/python -m pytest -q -p no:cacheprovider $(DELTA_SUITES)
 	SPARKMARK_REQUIRE_DELTA=1 $(BIN41)/python -m pytest -q -p no:cacheprovider $(DELTA_SUITES)

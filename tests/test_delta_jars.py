@@ -35,7 +35,11 @@ def delta(tmp_path_factory):
         jars = delta_jars(fetch=False)
     except (LookupError, FileNotFoundError) as e:
         _unavailable(str(e))
-    if SparkSession.getActiveSession() is not None:
+    active = SparkSession.getActiveSession()
+    if active is not None:  # the Delta modules share one session (make test-delta)
+        if "DeltaSparkSessionExtension" in active.conf.get("spark.sql.extensions", ""):
+            yield active
+            return
         _unavailable("a Spark session without Delta is already running in this process; run "
                      "this module in a pytest process of its own (make test-delta)")
     conf = delta_session_conf(jars=jars)
@@ -44,7 +48,6 @@ def delta(tmp_path_factory):
     spark = local_session("sparkmark-delta-tests", extra_conf=conf)
     assert EXTENSIONS in spark.conf.get("spark.sql.extensions", "")
     yield spark
-    spark.stop()
 
 
 def _ids(df) -> list[int]:

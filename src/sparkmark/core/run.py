@@ -20,7 +20,7 @@ up), then counts what it wrote::
     run.add_written(n)
 
 Staged outputs are immutable records (:class:`FileOutput`, :class:`JdbcOutput`,
-:class:`TableOutput`); the ledger
+:class:`TableOutput`, :class:`DeltaOutput`); the ledger
 keeps their JSON form, and a JDBC output's credentials stay in memory only.
 """
 from __future__ import annotations
@@ -163,7 +163,79 @@ class TableOutput:
                 "run_id": self.run_id, "ctx": self.ctx, "format": self.format}
 
 
-StagedOutput = Union[FileOutput, JdbcOutput, TableOutput]
+@dataclass(frozen=True)
+class DeltaOutput:
+    """Rows appended to a Delta Lake table in one commit *during* the run (Delta has no
+    unpublished commits): ``write_id`` names this write; the commit carries the Delta
+    transaction ``(app_id, txn_version)`` (``txn_version``: ``before + 1``) and a
+    ``userMetadata`` naming job, run and ``write_id``.  ``location`` is the table's directory;
+    ``before`` the table version before the write (-1: no table yet), so the commit is found in
+    the versions after it; ``version`` the version written (``None`` until the sink knows it:
+    a crash in between is found by the transaction).  ``stamped``: the rows carry
+    ``sm_run_id``.
+
+    Example: ``DeltaOutput(target="/data/orders", location="file:/data/orders",
+    write_id=R + "-1f2e3d4c", app_id="sparkmark-ab12...", txn_version=42, before=41,
+    run_id=R, version=42)``
+    """
+
+    target: str
+    location: str
+    write_id: str
+    app_id: str
+    txn_version: int
+    before: int
+    run_id: str | None = None
+    ctx: str | None = None
+    stamped: bool = True
+    version: int | None = None
+    format: str = "delta"
+    kind: str = field(default="delta", init=False)
+
+    def to_record(self) -> dict[str, Any]:
+        """The JSON-able form kept in the ledger (``sm_runs.outputs``)."""
+        return {"kind": self.kind, "target": self.target, "location": self.location,
+                "write_id": self.write_id, "app_id": self.app_id,
+                "txn_version": self.txn_version, "before": self.before, "run_id": self.run_id,
+                "ctx": self.ctx, "stamped": self.stamped, "version": self.version,
+                "format": self.format}
+
+
+StagedOutput = Union[FileOutput, JdbcOutput, TableOutput, DeltaOutput]
+
+
+def _files_from(record: Mapping[str, Any]) -> FileOutput:
+    return FileOutput(target=record["target"], staging=record["staging"],
+                      format=record.get("format", "parquet"), ctx=record.get("ctx"),
+                      partition_by=tuple(record.get("partition_by") or ()))
+
+
+def _jdbc_from(record: Mapping[str, Any]) -> JdbcOutput:
+    return JdbcOutput(target=record["target"], staging_table=record["staging_table"],
+                      columns=tuple(record.get("columns") or ()), url=record.get("url"),
+                      properties=dict(record.get("properties") or {}),
+                      run_id=record.get("run_id"), ctx=record.get("ctx"))
+
+
+def _iceberg_from(record: Mapping[str, Any]) -> TableOutput:
+    return TableOutput(target=record["target"], wap_id=record["wap_id"],
+                       run_id=record.get("run_id"), ctx=record.get("ctx"),
+                       format=record.get("format", "iceberg"))
+
+
+def _delta_from(record: Mapping[str, Any]) -> DeltaOutput:
+    version = record.get("version")
+    return DeltaOutput(target=record["target"], location=record["location"],
+                       write_id=record["write_id"], app_id=record["app_id"],
+                       txn_version=int(record["txn_version"]), before=int(record["before"]),
+                       run_id=record.get("run_id"), ctx=record.get("ctx"),
+                       stamped=bool(record.get("stamped", True)),
+                       version=None if version is None else int(version))
+
+
+#: each output kind's ``kind`` -> how its ledger record is read back
+_FROM_RECORD: "dict[str, Callable[[Mapping[str, Any]], StagedOutput]]" = {
+    "files": _files_from, "jdbc": _jdbc_from, "iceberg": _iceberg_from, "delta": _delta_from}
 
 
 def output_from_record(record: Mapping[str, Any]) -> StagedOutput:
@@ -172,20 +244,10 @@ def output_from_record(record: Mapping[str, Any]) -> StagedOutput:
     Example: ``[output_from_record(r) for r in json.loads(row["outputs"] or "[]")]``
     """
     kind = record.get("kind")
-    if kind == "files":
-        return FileOutput(target=record["target"], staging=record["staging"],
-                          format=record.get("format", "parquet"), ctx=record.get("ctx"),
-                          partition_by=tuple(record.get("partition_by") or ()))
-    if kind == "jdbc":
-        return JdbcOutput(target=record["target"], staging_table=record["staging_table"],
-                          columns=tuple(record.get("columns") or ()), url=record.get("url"),
-                          properties=dict(record.get("properties") or {}),
-                          run_id=record.get("run_id"), ctx=record.get("ctx"))
-    if kind == "iceberg":
-        return TableOutput(target=record["target"], wap_id=record["wap_id"],
-                           run_id=record.get("run_id"), ctx=record.get("ctx"),
-                           format=record.get("format", "iceberg"))
-    raise ValueError(f"unknown staged output kind {kind!r} in the ledger")
+    read = _FROM_RECORD.get(str(kind))
+    if read is None:
+        raise ValueError(f"unknown staged output kind {kind!r} in the ledger")
+    return read(record)
 
 
 @runtime_checkable
@@ -239,7 +301,9 @@ class RunContext(Protocol):
         ...
 
     def stage_output(self, output: StagedOutput) -> None:
-        """Record staged output in the ledger *before* it is written."""
+        """Record staged output in the ledger *before* it is written.  Recording an output
+        again with the same ``write_id`` (a Delta write that learnt its version) replaces
+        the earlier record."""
         ...
 
     def add_written(self, n: int) -> None:

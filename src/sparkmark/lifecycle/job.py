@@ -47,7 +47,7 @@ from sparkmark.core.options import ENABLE, PAUSE, BookmarkArgs, parse_job_args
 from sparkmark.core.run import FileRead, ReadMode, SourceBookmark, StagedOutput
 from sparkmark.core.secrets import SecretSet
 from sparkmark.sinks import publish as publish_
-from sparkmark.sinks import write_files, write_jdbc, write_table
+from sparkmark.sinks import write_delta, write_files, write_jdbc, write_table
 from sparkmark.sources.files import read_files
 from sparkmark.sources.delta import is_delta_table, read_delta
 from sparkmark.sources.jdbc import read_jdbc
@@ -553,12 +553,19 @@ class Job:
         still named ``sm-<run_id>-...``, which is what publish and rollback go by).
 
         ``format="iceberg"`` with a table name (no ``/``) appends to an Apache Iceberg table
-        by write-audit-publish (:mod:`sparkmark.sinks.table`).
+        by write-audit-publish (:mod:`sparkmark.sinks.table`).  ``format="delta"`` with a
+        path or a table name appends to a Delta Lake table in one commit stamped with the
+        run (:mod:`sparkmark.sinks.delta`).
 
         Example: ``job.write(df, "out/orders", format="parquet", transformation_ctx="sink",
-        partition_by=["day"])`` or ``job.write(df, "local.db.orders", format="iceberg")``
+        partition_by=["day"])`` or ``job.write(df, "local.db.orders", format="iceberg")`` or
+        ``job.write(df, "/data/orders_delta", format="delta")``
         """
         self.require_active("write")
+        if str(format).lower() == "delta":
+            return write_delta(self, df, target, transformation_ctx=transformation_ctx,
+                               partition_by=partition_by, mode=mode, options=options,
+                               stamp_rows=stamp)
         if str(format).lower() == "iceberg" and "/" not in str(target):
             return write_table(self, df, target, transformation_ctx=transformation_ctx,
                                partition_by=partition_by, mode=mode, options=options,
@@ -701,9 +708,17 @@ class Job:
         return self.store.files_read_before(self.run_identity()[0], ctx, list(paths))
 
     def stage_output(self, output: StagedOutput) -> None:
-        """A sink staged output: record it in the ledger first, so a crash can be cleaned up."""
+        """A sink staged output: record it in the ledger first, so a crash can be cleaned up.
+        An output with the ``write_id`` of one recorded before replaces it (a Delta write
+        records its version once the commit is made)."""
         self.require_active("write")
-        self._outputs.append(output)
+        key = getattr(output, "write_id", None)
+        same = [i for i, o in enumerate(self._outputs)
+                if key is not None and getattr(o, "write_id", None) == key]
+        if same:
+            self._outputs[same[0]] = output
+        else:
+            self._outputs.append(output)
         name, run_id, _ = self.run_identity()
         others = self.store.record_staged(name, run_id, outputs=publish_.records(self._outputs),
                                           target=output.target)

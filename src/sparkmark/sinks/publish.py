@@ -1,5 +1,6 @@
 """Publish, discard, remove and recover staged output: one dispatch on the typed
-:data:`~sparkmark.core.run.StagedOutput`.
+:data:`~sparkmark.core.run.StagedOutput`, through its kind's
+:class:`~sparkmark.sinks.kinds.OutputKind` (files, JDBC, Iceberg, Delta).
 
     publish_outputs(spark, store, run_id, outputs)   # after the state store commit
     discard_outputs(spark, outputs)                  # a run that did not commit
@@ -13,12 +14,9 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
-from sparkmark.core.run import FileOutput, JdbcOutput, StagedOutput, TableOutput, output_from_record
+from sparkmark.core.run import JdbcOutput, StagedOutput, output_from_record
 from sparkmark.core.status import PublishState, RunStatus
-from sparkmark.sinks.files import discard_files, publish_files, remove_published_files
-from sparkmark.sinks.jdbc import discard_jdbc, publish_jdbc, remove_jdbc_run
-from sparkmark.sinks.table import discard_table, publish_table
-from sparkmark.sinks.table_rollback import remove_table_run
+from sparkmark.sinks.kinds import kind_of
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -41,8 +39,12 @@ def records(outputs: Iterable[StagedOutput]) -> str | None:
 
 
 def _as_outputs(outputs: Iterable[StagedOutput | Mapping[str, Any]]) -> list[StagedOutput]:
-    return [o if isinstance(o, (FileOutput, JdbcOutput, TableOutput)) else output_from_record(o)
-            for o in outputs]
+    return [output_from_record(o) if isinstance(o, Mapping) else o for o in outputs]
+
+
+def _creds(credentials: Credentials | None, out: StagedOutput) -> Mapping[str, Any] | None:
+    """The credentials given for ``out``'s target (JDBC tables; ``None`` for the others)."""
+    return (credentials or {}).get(out.target) if isinstance(out, JdbcOutput) else None
 
 
 def publish_outputs(spark: "SparkSession", store: "StateStore", run_id: str,
@@ -58,12 +60,7 @@ def publish_outputs(spark: "SparkSession", store: "StateStore", run_id: str,
         return True
     done = True
     for out in outs:
-        if isinstance(out, FileOutput):
-            publish_files(spark, run_id, out)
-        elif isinstance(out, TableOutput):
-            publish_table(spark, run_id, out)
-        else:
-            done = publish_jdbc(spark, run_id, out, (credentials or {}).get(out.target)) and done
+        done = kind_of(out).publish(spark, run_id, out, _creds(credentials, out)) and done
     if done:
         store.update_run(run_id, publish_state=PublishState.DONE)
     return done
@@ -74,13 +71,7 @@ def discard_outputs(spark: "SparkSession", outputs: Iterable[StagedOutput | Mapp
     """Remove the staged output of a run that did not commit. False if some must wait."""
     done = True
     for out in _as_outputs(outputs):
-        if isinstance(out, FileOutput):
-            discard_files(spark, out)
-        elif isinstance(out, TableOutput):
-            done = discard_table(spark, out) and done
-        else:
-            done = discard_jdbc(spark, out, (credentials or {}).get(out.target),
-                                run_id) and done
+        done = kind_of(out).discard(spark, out, _creds(credentials, out), run_id) and done
     return done
 
 
@@ -98,32 +89,9 @@ def remove_run_output(spark: "SparkSession", run_id: str,
     """
     removed: list[str] = []
     for out in _as_outputs(outputs):
-        if dry_run and spark is None and not isinstance(out, FileOutput):
-            removed.extend(_described_without_spark(run_id, out, credentials))
-            continue
-        if isinstance(out, FileOutput):
-            removed.extend(remove_published_files(spark, run_id, out, dry_run=dry_run))
-        elif isinstance(out, TableOutput):
-            removed.extend(remove_table_run(spark, run_id, out, dry_run=dry_run))
-        else:
-            removed.extend(remove_jdbc_run(spark, run_id, out,
-                                           (credentials or {}).get(out.target), dry_run=dry_run))
+        removed.extend(kind_of(out).remove(spark, run_id, out, _creds(credentials, out),
+                                           dry_run))
     return removed
-
-
-def _described_without_spark(run_id: str, out: "JdbcOutput | TableOutput",
-                             credentials: Credentials | None) -> list[str]:
-    """A dry run's answer for a target it has no session to list: a JDBC table through a
-    Python driver where one reaches it, else (and for table formats) a description."""
-    if isinstance(out, JdbcOutput):
-        if (out.url or "").lower().startswith(("jdbc:postgresql:", "jdbc:mysql:",
-                                                "jdbc:mariadb:")):
-            return remove_jdbc_run(None, run_id, out, (credentials or {}).get(out.target),
-                                   dry_run=True)
-        return [f"{out.target}: the rows of run {run_id} (sm_run_id = {run_id}; counted when "
-                "the reset runs, through the JDBC driver)"]
-    return [f"{out.target}: the data files run {run_id} added (listed when the reset runs, "
-            "with a Spark session that knows the table's catalog)"]
 
 
 def recover_job_outputs(spark: "SparkSession", store: "StateStore", job_name: str,
@@ -144,9 +112,9 @@ def recover_job_outputs(spark: "SparkSession", store: "StateStore", job_name: st
         if row["status"] == RunStatus.ROLLED_BACK and \
                 row["publish_state"] == PublishState.REMOVING:
             # a rollback whose removal a crash interrupted: finish it once every target is
-            # reachable (files always; JDBC tables when this run brought their credentials)
-            if all(isinstance(o, (FileOutput, TableOutput)) or (credentials or {}).get(o.target)
-                   for o in outs):
+            # reachable (files and tables always; JDBC tables when this run brought their
+            # credentials)
+            if all(kind_of(o).reachable(o, _creds(credentials, o)) for o in outs):
                 finish_removals(spark, store, [row], credentials)
             continue
         if only_table is not None:

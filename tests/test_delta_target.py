@@ -1,0 +1,378 @@
+"""``job.write(df, target, format="delta")`` on real Delta Lake tables (Spark 3.5 and 4.1, a real
+SQLite store): each run's rows are appended once, in one commit whose ``commitInfo`` names job
+and run and whose ``txn`` is the run's (``txnAppId`` of job and target, ``txnVersion`` = the
+version it expects to make); a run that does not count has its rows removed in one commit.  Covers: bookmarked
+files -> Delta, a re-run adds nothing, a failed run leaves nothing, a catalog table by name,
+SIGKILL of a driver process before, inside (committed, version not yet in the ledger) and after
+the Delta commit and after the state commit, then a re-run with new input: every record once;
+``reset --remove-output`` and its refusal after ``OPTIMIZE`` rewrote a run's files; delta-rs
+(the ``deltalake`` package) reads the same rows.
+
+Runs in a pytest process of its own (``make test-delta``: the session must start with Delta's
+extensions); skipped elsewhere, failed under SPARKMARK_REQUIRE_DELTA=1 when the jars are
+missing."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from sparkmark import Bookmarks, Job
+from sparkmark.core.errors import ConfigError, SinkError
+from sparkmark.core.options import ENABLE
+from sparkmark.sinks.delta import REMOVES_KEY, delta_app_id
+from sparkmark.sinks.publish import outputs_of
+
+REQUIRED = os.environ.get("SPARKMARK_REQUIRE_DELTA") == "1"
+SRC = str(Path(__file__).resolve().parents[1] / "src")
+EN = {"job_bookmark_option": ENABLE}
+MIN = 60_000
+JOB = "to_delta"
+
+
+def _unavailable(why: str) -> None:
+    if REQUIRED:
+        pytest.fail(f"SPARKMARK_REQUIRE_DELTA=1 but {why}")
+    pytest.skip(why)
+
+
+@pytest.fixture(scope="module")
+def delta(tmp_path_factory):
+    from pyspark.sql import SparkSession
+
+    from sparkmark.devtools.delta import delta_jars, delta_session_conf
+    from sparkmark.engine.spark import local_session
+    try:
+        jars = delta_jars(fetch=False)
+    except (LookupError, FileNotFoundError) as e:
+        _unavailable(str(e))
+    active = SparkSession.getActiveSession()
+    if active is not None:  # the Delta modules share one session (make test-delta)
+        if "DeltaSparkSessionExtension" in active.conf.get("spark.sql.extensions", ""):
+            yield active
+            return
+        _unavailable("a Spark session without Delta is already running in this process; run "
+                     "this module in a pytest process of its own (make test-delta)")
+    conf = delta_session_conf(jars=jars)
+    conf["spark.sql.warehouse.dir"] = str(tmp_path_factory.mktemp("delta-wh"))
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    spark = local_session("sparkmark-delta-target", extra_conf=conf)
+    yield spark
+
+
+def add_batch(src: Path, name: str, ids: list[int], mtime: int) -> None:
+    src.mkdir(parents=True, exist_ok=True)
+    p = src / f"{name}.json"
+    p.write_text("".join(json.dumps({"id": i, "v": f"v{i}"}) + "\n" for i in ids))
+    os.utime(p, ns=(mtime * 1_000_000, mtime * 1_000_000))
+
+
+class Flow:
+    """Bookmarked JSON files in ``src`` -> the Delta table ``target`` (a path or a name)."""
+
+    def __init__(self, spark, state, clock, tmp_path, target=None):
+        self.spark, self.state, self.clock = spark, state, clock
+        self.src = tmp_path / "src"
+        self.target = target or str(tmp_path / "out")
+        self.batches = 0
+
+    def add(self, *ids):
+        add_batch(self.src, f"b{self.batches}", list(ids), self.clock.now + 5 * MIN)
+        self.batches += 1
+        self.clock.advance(60 * MIN)
+
+    def run(self, after_write=None, stamp=True, options=None, target=None):
+        job = Job(self.spark, state=self.state, clock=self.clock).init(JOB, EN)
+        try:
+            df = job.read.files(str(self.src), format="json", transformation_ctx="src")
+            n = job.write(df, target or self.target, format="delta",
+                          transformation_ctx="sink", stamp=stamp, options=options)
+            if after_write is not None:
+                after_write(job)
+        except BaseException as e:
+            job.fail(e)
+            raise
+        job.commit()
+        self.clock.advance(MIN)
+        return n, job.run_id
+
+    def table(self):
+        if "/" in self.target:
+            return self.spark.read.format("delta").load(self.target)
+        return self.spark.table(self.target)
+
+    def ids(self):
+        return sorted(r.id for r in self.table().select("id").collect())
+
+    def rows(self):
+        return sorted((r.id, r.sm_run_id) for r in self.table().collect())
+
+    def history(self):
+        name = f"delta.`{self.target}`" if "/" in self.target else self.target
+        return self.spark.sql(f"DESCRIBE HISTORY {name}").orderBy("version").collect()
+
+    def ledger(self):
+        return Bookmarks(self.state).store.list_runs(job_name=JOB)
+
+    def bookmark_version(self):
+        return Bookmarks(self.state).get(JOB)["Version"]
+
+
+@pytest.fixture
+def flow(delta, sqlite_url, clock, tmp_path):
+    return Flow(delta, sqlite_url, clock, tmp_path)
+
+
+def _meta(h):
+    return json.loads(h.userMetadata) if h.userMetadata else {}
+
+
+def test_each_run_appends_once_and_commit_info_names_job_and_run(flow):
+    flow.add(1, 2)
+    n, r1 = flow.run()
+    assert n == 2 and flow.rows() == [(1, r1), (2, r1)]
+    n, r2 = flow.run()  # nothing new
+    assert n == 0 and flow.ids() == [1, 2]
+    flow.add(3)
+    n, r3 = flow.run()
+    assert n == 1 and flow.ids() == [1, 2, 3]
+    ledger = flow.ledger()
+    assert [r["status"] for r in ledger] == ["SUCCEEDED", "EMPTY", "SUCCEEDED"]
+    assert [r["publish_state"] for r in ledger] == ["done"] * 3
+    assert [r["records_written"] for r in ledger] == [2, 0, 1]
+    outs = [outputs_of(r)[0] for r in ledger]
+    history = flow.history()
+    for out, rid in zip(outs, (r1, r2, r3)):
+        assert (out.kind, out.target, out.run_id) == ("delta", flow.target, rid)
+        assert out.txn_version == out.before + 1
+        assert out.app_id == delta_app_id(JOB, flow.target)
+        h = history[out.version]  # the ledger names the version each run wrote
+        assert h.operation == "WRITE"
+        meta = _meta(h)
+        assert meta["sparkmark.job"] == JOB and meta["sparkmark.run-id"] == rid
+        assert meta["sparkmark.ctx"] == "sink" and meta["sparkmark.write-id"] == out.write_id
+    log = Path(flow.target) / "_delta_log" / f"{outs[2].version:020d}.json"
+    txn = [json.loads(x)["txn"] for x in log.read_text().splitlines() if '"txn"' in x]
+    assert [(t["appId"], t["version"]) for t in txn] == [(outs[2].app_id, outs[2].before + 1)]
+
+
+def test_a_failed_run_leaves_no_rows_and_the_next_writes_once(flow):
+    flow.add(1, 2)
+    seen = {}
+
+    def boom(job):  # the Delta commit is made: a plain reader sees the rows now
+        seen["ids"] = flow.ids()
+        raise RuntimeError("after the write")
+
+    with pytest.raises(RuntimeError, match="after the write"):
+        flow.run(after_write=boom)
+    assert seen["ids"] == [1, 2]
+    assert flow.ids() == [] and flow.ledger()[-1]["status"] == "FAILED"
+    failed = outputs_of(flow.ledger()[-1])[0]
+    removal = flow.history()[-1]
+    assert removal.operation == "DELETE" and _meta(removal)[REMOVES_KEY] == failed.write_id
+    n, r2 = flow.run()
+    assert n == 2 and flow.rows() == [(1, r2), (2, r2)]
+
+
+def test_unstamped_rows_of_a_failed_run_are_removed_too(flow):
+    """``stamp=False``: the failed run's commit is the table's latest, so it is undone as one
+    commit (``DELETE`` of every row when that commit made the table, else ``RESTORE``)."""
+    def boom(job):
+        raise RuntimeError("after the write")
+
+    flow.add(1, 2)
+    with pytest.raises(RuntimeError, match="after the write"):
+        flow.run(after_write=boom, stamp=False)
+    assert flow.ids() == [] and flow.history()[-1].operation == "DELETE"
+    n, _ = flow.run(stamp=False)
+    assert n == 2 and flow.ids() == [1, 2]
+    assert "sm_run_id" not in flow.table().columns
+    flow.add(3)
+    with pytest.raises(RuntimeError, match="after the write"):
+        flow.run(after_write=boom, stamp=False)
+    assert flow.ids() == [1, 2] and flow.history()[-1].operation == "RESTORE"
+    n, _ = flow.run(stamp=False)
+    assert n == 1 and flow.ids() == [1, 2, 3]
+
+
+def test_a_catalog_table_by_name(delta, sqlite_url, clock, tmp_path):
+    name = f"default.dtgt{os.getpid()}"
+    delta.sql(f"CREATE TABLE {name} (id BIGINT, v STRING, _rescued_data STRING, "
+              "sm_run_id STRING, sm_snapshot_ts TIMESTAMP) USING delta")
+    f = Flow(delta, sqlite_url, clock, tmp_path, target=name)
+    f.add(1, 2)
+    _, r1 = f.run()
+    f.add(3)
+    _, r2 = f.run()
+    assert f.rows() == [(1, r1), (2, r1), (3, r2)]
+    assert _meta(f.history()[-1])["sparkmark.run-id"] == r2
+    bm = Bookmarks(sqlite_url, clock=clock)
+    bm.reset(JOB, run_id=r1, remove_output=True, spark=delta)
+    assert f.ids() == [1, 2]
+    n, _ = f.run()
+    assert n == 1 and f.ids() == [1, 2, 3]
+
+
+def test_bad_targets_and_options_change_nothing(delta, flow, tmp_path):
+    flow.add(1)
+    plain = str(tmp_path / "plain")
+    delta.createDataFrame([(0, "x")], "id BIGINT, v STRING").write.format("delta").save(plain)
+    with pytest.raises(SinkError, match=r"no column\(s\) \[.*'sm_run_id', 'sm_snapshot_ts'\].*"
+                                        r"ALTER TABLE delta.`file:.*` ADD COLUMNS"):
+        flow.run(target=plain)
+    with pytest.raises(SinkError, match="cannot be opened"):
+        flow.run(target="default.no_such_table_here")
+    with pytest.raises(ConfigError, match="cannot be used with job.write to a Delta"):
+        flow.run(options={"txnAppId": "mine"})
+    (tmp_path / "notdelta").mkdir()
+    (tmp_path / "notdelta" / "x.parquet").write_text("x")
+    with pytest.raises(SinkError, match="no Delta table"):
+        flow.run(target=str(tmp_path / "notdelta"))
+    assert [r["status"] for r in flow.ledger()] == ["FAILED"] * 4
+    assert not os.path.exists(flow.target)
+    assert len(delta.sql(f"DESCRIBE HISTORY delta.`{plain}`").collect()) == 1
+    n, _ = flow.run()
+    assert n == 1 and flow.ids() == [1]
+
+
+# ------------------------------------------------------------------------- crash trials
+DRIVER = textwrap.dedent("""
+    import os, signal, sys
+    from sparkmark import Job
+    from sparkmark.core.options import ENABLE
+    from sparkmark.devtools.delta import delta_jars, delta_session_conf
+    from sparkmark.engine.spark import local_session
+    import sparkmark.sinks.delta as sink
+    import sparkmark.sinks.publish as publish
+
+    state, src, target, point, now, wh = sys.argv[1:7]
+
+    def die(*args, **kwargs):
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    if point == "before":          # the ledger has the output; no Delta commit yet
+        sink._append = die
+    elif point == "inside":        # the Delta commit landed; the ledger has no version yet
+        sink._committed = die
+    elif point == "after_commit":  # the state store committed; the publish never ran
+        publish.publish_outputs = die
+    conf = dict(delta_session_conf(jars=delta_jars(fetch=False)))
+    conf["spark.sql.warehouse.dir"] = wh
+    spark = local_session("sparkmark-delta-crash", extra_conf=conf)
+    job = Job(spark, state=state, clock=lambda: int(now)).init("%s", {"job_bookmark_option":
+                                                                     ENABLE})
+    df = job.read.files(src, format="json", transformation_ctx="src")
+    job.write(df, target, format="delta", transformation_ctx="sink")
+    if point == "after_write":     # committed to Delta, version in the ledger, state not saved
+        die()
+    job.commit()
+    print("NOT KILLED")
+""" % JOB)
+
+
+@pytest.mark.parametrize("point", ["before", "inside", "after_write", "after_commit"])
+def test_sigkill_around_the_delta_commit_then_rerun_with_new_input(flow, tmp_path, point):
+    flow.add(1, 2)
+    _, r1 = flow.run()
+    flow.add(11, 12)
+    script = tmp_path / "driver.py"
+    script.write_text(DRIVER)
+    env = dict(os.environ, PYTHONPATH=SRC + os.pathsep + os.environ.get("PYTHONPATH", ""),
+               PYSPARK_PYTHON=sys.executable)
+    res = subprocess.run([sys.executable, str(script), flow.state, str(flow.src), flow.target,
+                          point, str(flow.clock.now), str(tmp_path / "wh")],
+                         capture_output=True, text=True, timeout=600, env=env)
+    assert res.returncode == -signal.SIGKILL, (res.returncode, res.stdout, res.stderr[-3000:])
+    assert "NOT KILLED" not in res.stdout
+    crashed = flow.ledger()[-1]
+    assert crashed["status"] == ("SUCCEEDED" if point == "after_commit" else "RUNNING")
+    out = outputs_of(crashed)[0]
+    assert out.version is None if point in ("before", "inside") else out.version is not None
+    # what a plain reader sees until the next run: the crashed run's rows once it committed
+    # to Delta, whether or not the state store counted it
+    assert flow.ids() == ([1, 2] if point == "before" else [1, 2, 11, 12])
+    flow.add(21)  # new input arrives before the re-run
+    n, r3 = flow.run()
+    assert flow.ids() == [1, 2, 11, 12, 21]  # every record once
+    ledger = {r["run_id"]: r for r in flow.ledger()}
+    if point == "after_commit":
+        assert n == 1
+        assert (ledger[crashed["run_id"]]["status"],
+                ledger[crashed["run_id"]]["publish_state"]) == ("SUCCEEDED", "done")
+        assert {r.sm_run_id for r in flow.table().where("id >= 11 AND id < 20").collect()} \
+            == {crashed["run_id"]}
+    else:
+        assert n == 3
+        assert ledger[crashed["run_id"]]["status"] == "FAILED"
+        assert ledger[crashed["run_id"]]["publish_state"] == "discarded"
+        assert {r.sm_run_id for r in flow.table().where("id >= 11").collect()} == {r3}
+        removals = [h for h in flow.history() if h.operation == "DELETE"]
+        assert len(removals) == (0 if point == "before" else 1)  # one commit removed them
+    n, _ = flow.run()
+    assert n == 0 and flow.ids() == [1, 2, 11, 12, 21]
+
+
+# ------------------------------------------------------------------------- rollback
+def test_reset_remove_output_removes_each_runs_rows_in_one_commit(flow, delta):
+    runs = []
+    for k in range(3):
+        flow.add(10 * k + 1, 10 * k + 2)
+        runs.append(flow.run()[1])
+    r1, r2, r3 = runs
+    bm = Bookmarks(flow.state, clock=flow.clock)
+    plan = bm.reset(JOB, run_id=r1, remove_output=True, dry_run=True, spark=delta)
+    assert len(plan.removed) == 2 and all("2 rows of run" in x for x in plan.removed)
+    assert flow.ids() == [1, 2, 11, 12, 21, 22]  # the dry run changed nothing
+    versions = len(flow.history())
+    bm.reset(JOB, run_id=r1, remove_output=True, spark=delta)
+    assert flow.rows() == [(1, r1), (2, r1)]
+    history = flow.history()
+    assert len(history) == versions + 2  # one DELETE commit per run
+    assert [h.operation for h in history[-2:]] == ["DELETE", "DELETE"]
+    assert sorted(_meta(h)["sparkmark.run-id"] for h in history[-2:]) == sorted([r2, r3])
+    assert [r["status"] for r in flow.ledger()] == ["SUCCEEDED", "ROLLED_BACK", "ROLLED_BACK"]
+    again = bm.reset(JOB, run_id=r1, remove_output=True, dry_run=True, spark=delta)
+    assert again.removed == []
+    n, _ = flow.run()  # rewound: the rows come back once
+    assert n == 4 and flow.ids() == [1, 2, 11, 12, 21, 22]
+
+
+def test_rollback_is_refused_when_later_commits_rewrote_the_runs_files(flow, delta):
+    flow.add(1)
+    _, r1 = flow.run()
+    flow.add(2)
+    flow.run()
+    flow.add(3)
+    flow.run()
+    delta.sql(f"OPTIMIZE delta.`{flow.target}`").collect()
+    assert flow.history()[-1].operation == "OPTIMIZE"
+    versions = len(flow.history())
+    version = flow.bookmark_version()
+    bm = Bookmarks(flow.state, clock=flow.clock)
+    with pytest.raises(SinkError, match=r"later commits rewrote its data files.*the table was "
+                                        "not changed"):
+        bm.reset(JOB, run_id=r1, remove_output=True, spark=delta)
+    assert flow.ids() == [1, 2, 3] and len(flow.history()) == versions
+    assert flow.bookmark_version() == version
+    assert [r["status"] for r in flow.ledger()] == ["SUCCEEDED"] * 3
+
+
+def test_delta_rs_reads_the_rows_spark_wrote(flow):
+    deltalake = pytest.importorskip("deltalake") if not REQUIRED else __import__("deltalake")
+    flow.add(1, 2)
+    _, r1 = flow.run()
+    flow.add(3)
+    _, r2 = flow.run()
+    table = deltalake.DeltaTable(flow.target)
+    got = table.to_pyarrow_table(columns=["id", "sm_run_id"]).to_pylist()
+    assert sorted((r["id"], r["sm_run_id"]) for r in got) == flow.rows() == [
+        (1, r1), (2, r1), (3, r2)]
+    meta = [json.loads(h["userMetadata"]) for h in table.history() if h.get("userMetadata")]
+    assert {m["sparkmark.run-id"] for m in meta} == {r1, r2}
