@@ -123,15 +123,14 @@ demo: $(DEMO_BIN)/.installed
 # with its own log; every suite's wall time is printed at the end (or where one failed).
 # The suites that keep both cores busy (test4, test35) run alone; the table-format and scheduler
 # suites, mostly one py4j conversation at a time, share the machine
-TEST_PLAN ?= lint test4 test35 test-iceberg35+test-iceberg41 test-delta+test-airflow+test-dagster
+TEST_PLAN ?= lint+sim test4 test35 test-iceberg35+test-iceberg41 test-delta+test-airflow+test-dagster
 test:
 	@MAKE="$(MAKE)" bash .ci/suites $(TEST_PLAN)
 
-# the deterministic simulation of the run protocol (no JVM): 200 seeded schedules, 0 violations
-# expected; the planted bugs are replayed by tests/test_chaos_sim.py (in test4).  The full
-# search, `benchmarks/chaos.py --simulate --planted`, is not part of `make test`.  Not yet in
-# TEST_PLAN: schedule 1000148 finds staged files a lease-expired ("zombie") run wrote after the
-# takeover discarded its staging (docs/reliability.md); add `sim` after lint once that is fixed
+# the deterministic simulation of the run protocol (no JVM, one core, beside lint): 200 seeded
+# schedules, 0 violations expected; the planted bugs are replayed by tests/test_chaos_sim.py (in
+# test4), each on a schedule that catches it and on the same schedule without it.  The full
+# search, `benchmarks/chaos.py --simulate --planted`, is not part of `make test`
 SIM_SEED ?= 1
 sim: install
 	PYTHONPATH=src $(BIN)/python benchmarks/chaos.py --simulate --schedules 200 --seed $(SIM_SEED) \

@@ -95,11 +95,11 @@ def test_the_model_checks_fire(tmp_path):
     assert any("committed run 00000000 is now None" in p for p in problems)
 
 
-@pytest.mark.xfail(strict=True, reason="a finding of the simulation, not yet fixed in the "
-                   "product: a run stalled past its lease keeps writing its staging after the "
-                   "racer's takeover discarded it, then dies: the files stay under "
-                   "_sparkmark_staging (no duplicate, no loss); see docs/reliability.md")
-def test_finding_zombie_staging_left():
+def test_zombie_staging_is_swept():
+    """A finding of the simulation, fixed: a run stalled past its lease went on writing its
+    staging after the racer's takeover discarded it, then died; its files stayed under
+    ``_sparkmark_staging``. The next publish to the target now sweeps the staging of runs the
+    ledger has discarded (failed before the fix: 'staged output left')."""
     assert sim_cli.replay(json.dumps({"seed": 1000148, "keep": [1, 2, 3, 4, 5, 6]})).problems == []
 
 

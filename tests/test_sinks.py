@@ -116,6 +116,32 @@ def test_abandoned_run_output_is_removed_by_the_next_run(spark, sqlite_url, cloc
     assert runs[job.run_id]["publish_state"] == "discarded"
 
 
+def test_a_zombie_runs_late_staging_is_swept_by_the_next_publish(spark, sqlite_url, clock,
+                                                                tmp_path):
+    """A run stalled past its lease can go on writing after a takeover discarded its staging
+    (then die before its commit, which the lease check refuses): the next publish to the
+    target sweeps the staging of runs the ledger discarded, and only theirs."""
+    target = str(tmp_path / "out")
+    zombie = Job(spark, state=sqlite_url, clock=clock, lease_ms=1000).init("z", EN)
+    zombie.write(spark.range(3), target, transformation_ctx="sink")
+    zombie._heartbeat.stop()
+    from sparkmark.state.schema import jobs
+    with zombie.store.tx() as conn:
+        conn.execute(jobs.update().values(lease_host="gone-host"))
+    clock.advance(5000)
+    nxt = Job(spark, state=sqlite_url, clock=clock).init("z", EN)  # discards the staging
+    staging = os.path.join(target, "_sparkmark_staging")
+    assert not os.path.exists(staging)
+    # the zombie's tasks still running write into its folder; a folder no run of this ledger
+    # knows (another state store's run) must stay
+    spark.range(7, 9).write.parquet(os.path.join(staging, zombie.run_id, "0"))
+    spark.range(1).write.parquet(os.path.join(staging, "not-a-run-of-this-ledger", "0"))
+    nxt.write(spark.range(3, 5), target, transformation_ctx="sink")
+    nxt.commit()
+    assert sorted(os.listdir(staging)) == ["not-a-run-of-this-ledger"]
+    assert sorted(r.id for r in spark.read.parquet(target).collect()) == [3, 4]
+
+
 def test_bad_targets_are_clear_errors_and_change_nothing(spark, sqlite_url, clock, tmp_path):
     Job(spark, state=sqlite_url, clock=clock).init("s", EN).commit()
     before = Bookmarks(sqlite_url).get("s")

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from contextlib import contextmanager
 
-from typing import TYPE_CHECKING, Any, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 from sparkmark.core.errors import ConfigError, JobStateError, SinkError
 from sparkmark.core.formats import WRITE_FORMATS
@@ -192,16 +192,24 @@ def _storage_errors(doing: str, target: str, then: str) -> Iterator[None]:
                         f"{then}") from None
 
 
-def publish_files(spark: "SparkSession", run_id: str, out: FileOutput) -> None:
+def publish_files(spark: "SparkSession", run_id: str, out: FileOutput,
+                  settled: "Callable[[list[str]], set[str]] | None" = None) -> None:
     """Rename a committed run's staged files into the target (idempotent); a storage error is
-    one :class:`SinkError` saying the next run retries."""
+    one :class:`SinkError` saying the next run retries.
+
+    ``settled(run_ids)``: which of the other runs still staged under the target the ledger has
+    already discarded; their folders are swept (a run stalled past its lease can go on
+    writing after a takeover discarded its staging, then die before its commit, which the
+    lease check would refuse: nothing else would ever remove those files).
+    """
     with _storage_errors(f"publishing run {run_id} to", out.target,
                          "the run is committed and its publish is retried by the next run of "
                          "the job"):
-        _publish_files(spark, run_id, out)
+        _publish_files(spark, run_id, out, settled)
 
 
-def _publish_files(spark: "SparkSession", run_id: str, out: FileOutput) -> None:
+def _publish_files(spark: "SparkSession", run_id: str, out: FileOutput,
+                   settled: "Callable[[list[str]], set[str]] | None" = None) -> None:
     prefix = published_prefix(run_id)
     fs = _target_fs(spark, out.target)
     staging = fs.qualify(out.staging)
@@ -218,7 +226,22 @@ def _publish_files(spark: "SparkSession", run_id: str, out: FileOutput) -> None:
             raise SinkError(f"could not move {f} to {dest.toString()} while publishing run "
                             f"{run_id}; the next run of the job retries")
     fs.delete(fs.path(out.staging).getParent())  # the run's staging directory
-    _remove_empty_staging_root(fs, out.target)
+    others = _remove_empty_staging_root(fs, out.target)
+    if others and settled is not None:
+        _sweep_settled(fs, out.target, others, settled)
+
+
+def _sweep_settled(fs: "HadoopFS | ArrowFS", target: str, names: list[str],
+                   settled: "Callable[[list[str]], set[str]]") -> None:
+    """Best effort: delete the staging folders (of ``names``) of runs the ledger settled."""
+    try:
+        gone = settled(sorted(names))
+        for name in sorted(gone):
+            fs.delete(fs.path(f"{target.rstrip('/')}/{STAGING_DIR}/{name}"))
+        if gone:
+            _remove_empty_staging_root(fs, target)
+    except Exception:  # noqa: BLE001, S110 - the next publish to this target sweeps again
+        pass
 
 
 def discard_files(spark: "SparkSession", out: FileOutput) -> None:
@@ -274,10 +297,16 @@ def target_files(fs: "HadoopFS | ArrowFS") -> list[str]:
     return out
 
 
-def _remove_empty_staging_root(fs: "HadoopFS | ArrowFS", target: str) -> None:
+def _remove_empty_staging_root(fs: "HadoopFS | ArrowFS", target: str) -> list[str]:
+    """Delete the target's staging root if it is empty; else return what is in it (the run
+    ids of other staged output)."""
     root = fs.path(f"{target.rstrip('/')}/{STAGING_DIR}")
     try:
-        if fs.exists(root) and not fs.children(root):
+        if not fs.exists(root):
+            return []
+        names = fs.children(root)
+        if not names:
             fs.delete(root)
+        return names
     except Exception:  # noqa: BLE001 - a concurrent writer may have just created a run dir
-        pass
+        return []

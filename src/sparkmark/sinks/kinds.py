@@ -9,7 +9,7 @@ be finished now.  :mod:`sparkmark.sinks.publish` dispatches on ``out.kind`` thro
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Mapping, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol
 
 from sparkmark.core.run import DeltaOutput, FileOutput, JdbcOutput, StagedOutput, TableOutput
 from sparkmark.sinks.delta import discard_delta, publish_delta, remove_delta_run
@@ -32,8 +32,11 @@ class OutputKind(Protocol):
     kind: str
 
     def publish(self, spark: "SparkSession", run_id: str, out: Any,
-                credentials: Mapping[str, Any] | None) -> bool:
-        """Make a committed run's output visible; False: it must wait (retried later)."""
+                credentials: Mapping[str, Any] | None,
+                settled: Callable[[list[str]], set[str]] | None = None) -> bool:
+        """Make a committed run's output visible; False: it must wait (retried later).
+        ``settled(run_ids)``: which runs the ledger has discarded (a kind may sweep what
+        they left)."""
         ...
 
     def discard(self, spark: "SparkSession", out: Any, credentials: Mapping[str, Any] | None,
@@ -62,8 +65,9 @@ class FilesKind:
     kind = "files"
 
     def publish(self, spark: "SparkSession", run_id: str, out: FileOutput,
-                credentials: Mapping[str, Any] | None) -> bool:
-        publish_files(spark, run_id, out)
+                credentials: Mapping[str, Any] | None,
+                settled: Callable[[list[str]], set[str]] | None = None) -> bool:
+        publish_files(spark, run_id, out, settled)
         return True
 
     def discard(self, spark: "SparkSession", out: FileOutput,
@@ -89,7 +93,8 @@ class JdbcKind:
     kind = "jdbc"
 
     def publish(self, spark: "SparkSession", run_id: str, out: JdbcOutput,
-                credentials: Mapping[str, Any] | None) -> bool:
+                credentials: Mapping[str, Any] | None,
+                settled: Callable[[list[str]], set[str]] | None = None) -> bool:
         return publish_jdbc(spark, run_id, out, credentials)
 
     def discard(self, spark: "SparkSession", out: JdbcOutput,
@@ -117,7 +122,8 @@ class IcebergKind:
     kind = "iceberg"
 
     def publish(self, spark: "SparkSession", run_id: str, out: TableOutput,
-                credentials: Mapping[str, Any] | None) -> bool:
+                credentials: Mapping[str, Any] | None,
+                settled: Callable[[list[str]], set[str]] | None = None) -> bool:
         publish_table(spark, run_id, out)
         return True
 
@@ -146,7 +152,8 @@ class DeltaKind:
     kind = "delta"
 
     def publish(self, spark: "SparkSession", run_id: str, out: DeltaOutput,
-                credentials: Mapping[str, Any] | None) -> bool:
+                credentials: Mapping[str, Any] | None,
+                settled: Callable[[list[str]], set[str]] | None = None) -> bool:
         return publish_delta(spark, run_id, out)
 
     def discard(self, spark: "SparkSession", out: DeltaOutput,

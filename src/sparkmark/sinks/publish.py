@@ -60,7 +60,8 @@ def publish_outputs(spark: "SparkSession", store: "StateStore", run_id: str,
         return True
     done = True
     for out in outs:
-        done = kind_of(out).publish(spark, run_id, out, _creds(credentials, out)) and done
+        done = kind_of(out).publish(spark, run_id, out, _creds(credentials, out),
+                                    store.settled_runs) and done
     if done:
         store.update_run(run_id, publish_state=PublishState.DONE)
     return done

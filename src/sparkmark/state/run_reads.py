@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from sqlalchemy import select
 
 from sparkmark.core.errors import UnknownRunError
-from sparkmark.core.status import RunStatus
+from sparkmark.core.status import PublishState, RunStatus
 from sparkmark.state.schema import jobs, runs
 from sparkmark.state.store_base import StoreBase, cap
 
@@ -48,6 +48,21 @@ class RunReads(StoreBase):
         if row is None:
             raise UnknownRunError(f"no run with id {cap(run_id)!r} in {self.display_url}")
         return dict(row._mapping)
+
+    def settled_runs(self, run_ids: list[str]) -> set[str]:
+        """Which of ``run_ids`` the ledger has finished as not committed, with their output
+        already discarded or removed: nothing will ever publish what is staged under them.
+
+        Example: ``store.settled_runs(["3f2a...", "77c1..."])  # {"3f2a..."}``
+        """
+        if not run_ids:
+            return set()
+        q = select(runs.c.run_id).where(
+            runs.c.run_id.in_(run_ids[:500]),
+            runs.c.status.in_([str(s.value) for s in RunStatus.undone()]),
+            runs.c.publish_state.in_([PublishState.DISCARDED.value, PublishState.REMOVED.value]))
+        with self.tx("reading the ledger") as conn:
+            return {r[0] for r in conn.execute(q)}
 
     def list_runs(self, *, job_name: str | None = None, pipeline: str | None = None,
                   module_id: int | list[int] | None = None, last: int | None = None,
