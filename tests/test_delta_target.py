@@ -376,3 +376,140 @@ def test_delta_rs_reads_the_rows_spark_wrote(flow):
         (1, r1), (2, r1), (3, r2)]
     meta = [json.loads(h["userMetadata"]) for h in table.history() if h.get("userMetadata")]
     assert {m["sparkmark.run-id"] for m in meta} == {r1, r2}
+
+
+# ---------------------------------------------------------------------- pipeline modules
+def test_pipeline_modules_write_delta_tables_exactly_once_and_roll_back(delta, sqlite_url,
+                                                                        clock, tmp_path):
+    """A two-module pipeline: bronze reads a bookmarked Delta source into a Delta table by
+    path, silver windows bronze's table into another; each module run is one stamped commit
+    naming the module's job; a rollback of silver's second run removes its rows in one DELETE
+    commit and the next run reloads them once."""
+    from pyspark.sql import functions as F
+
+    from sparkmark import Pipeline
+    from sparkmark.core.errors import PipelineError
+    from sparkmark.planning.windows import DAY_MS, parse_time
+    src, bronze, silver = (str(tmp_path / n) for n in ("src", "bronze", "silver"))
+    delta.createDataFrame([], "id BIGINT, v BIGINT").write.format("delta").save(src)
+    p = Pipeline("deltapl", delta, state=sqlite_url, primordial_date="2024-03-01", clock=clock)
+
+    @p.module(id=1001, name="Bronze_Orders", layer="bronze", target=bronze, format="delta")
+    def bronze_mod(ctx):
+        return ctx.job.read.table(f"delta.`{src}`", transformation_ctx="orders")
+
+    @p.module(id=2001, name="Silver_Orders", layer="silver", target=silver, format="delta",
+              depends_on=[1001])
+    def silver_mod(ctx):
+        return (ctx.window(ctx.spark.read.format("delta").load(bronze))
+                .select("id", (F.col("v") * 10).alias("v10")))
+
+    def ids(path):
+        return sorted(r.id for r in delta.read.format("delta").load(path).collect())
+
+    def history(path):
+        return delta.sql(f"DESCRIBE HISTORY delta.`{path}`").orderBy("version").collect()
+
+    day0, expected, runs = parse_time("2024-03-01"), [], []
+    for day, new in ((1, (1, 2, 3)), (2, (4, 5)), (3, ())):
+        if new:
+            delta.createDataFrame([(i, i) for i in new], "id BIGINT, v BIGINT") \
+                .write.format("delta").mode("append").save(src)
+            expected += new
+        clock.now = day0 + day * DAY_MS
+        s = p.run()
+        assert not s.failed, s.rows()
+        runs.append(s)
+        assert ids(bronze) == expected and ids(silver) == expected
+    assert [r.status for r in runs[-1].results] == ["EMPTY", "EMPTY"]
+    writes = [h for h in history(silver) if h.operation == "WRITE"]
+    assert writes and all(_meta(h)["sparkmark.job"] == "deltapl.2001" for h in writes)
+    assert {_meta(h)["sparkmark.run-id"] for h in writes} >= \
+        {r.run_id for s in runs[:2] for r in s.results if r.module_id == 2001}
+
+    second = [r.run_id for r in runs[1].results if r.module_id == 2001][0]
+    plan = p.rollback(modules=[2001], run_id=second, dry_run=True)
+    assert plan.dry_run and ids(silver) == expected
+    versions = len(history(silver))
+    p.rollback(modules=[2001], run_id=second)
+    assert ids(silver) == [1, 2, 3] and ids(bronze) == expected
+    after = history(silver)
+    assert len(after) == versions + 1 and after[-1].operation == "DELETE"
+    assert _meta(after[-1])["sparkmark.run-id"] == second
+    clock.advance(3_600_000)
+    s = p.run()
+    assert not s.failed, s.rows()
+    assert ids(silver) == expected and ids(bronze) == expected
+
+    with pytest.raises(PipelineError, match="unknown format 'hudi'.*delta"):
+        p.module(id=3001, name="G", layer="gold", target=str(tmp_path / "g"), format="hudi")
+
+
+# ---------------------------------------------------------------------- the Glue layer
+def test_glue_from_catalog_reads_and_writes_delta_tables_exactly_once(delta, sqlite_url, clock,
+                                                                      tmp_path, monkeypatch):
+    """A Glue script's from_catalog on Delta tables mapped by location (the source) and found
+    in the Spark catalog by its provider (the target): bookmarked by version, each run's rows
+    appended once (unstamped, as Glue writes), a re-run adds nothing; bad entries are one
+    clear error with nothing committed."""
+    from sparkmark.glue.context import GlueContext
+    from sparkmark.glue.dynamicframe import DynamicFrame
+    from sparkmark.glue.job import Job as GlueJob
+    from sparkmark.glue.utils import getResolvedOptions
+    glue = GlueContext(delta.sparkContext)
+    src = str(tmp_path / "gsrc")
+    tgt = f"sm_glue_delta_{os.getpid()}"
+    delta.createDataFrame([(1, "a"), (2, "b")], "id BIGINT, v STRING") \
+        .write.format("delta").save(src)
+    delta.sql(f"DROP TABLE IF EXISTS default.{tgt}")
+    delta.sql(f"CREATE TABLE default.{tgt} (id BIGINT, v STRING) USING delta")
+    catalog = tmp_path / "catalog.json"
+    catalog.write_text(json.dumps({"db.events": {"format": "delta", "path": src}}))
+    monkeypatch.setenv("SPARKMARK_GLUE_CATALOG", str(catalog))
+
+    def run():
+        args = getResolvedOptions(["script.py", "--JOB_NAME", "gdelta", "--job-bookmark-option",
+                                   "job-bookmark-enable"], ["JOB_NAME"])
+        job = GlueJob(glue, state=sqlite_url, clock=clock)
+        job.init(args["JOB_NAME"], args)
+        try:
+            frame = glue.create_dynamic_frame.from_catalog(database="db", table_name="events",
+                                                           transformation_ctx="src")
+            glue.write_dynamic_frame.from_catalog(frame=frame, database="default",
+                                                  table_name=tgt, transformation_ctx="sink")
+        except BaseException as e:
+            job.sparkmark_job.fail(e)
+            raise
+        job.commit()
+        clock.advance(60_000)
+
+    def ids():
+        return sorted(r.id for r in delta.table(f"default.{tgt}").collect())
+
+    run()
+    assert ids() == [1, 2]
+    delta.createDataFrame([(3, "c")], "id BIGINT, v STRING") \
+        .write.format("delta").mode("append").save(src)
+    run()
+    assert ids() == [1, 2, 3]  # the bookmark: only the new version's row
+    versions = delta.sql(f"DESCRIBE HISTORY default.{tgt}").count()
+    run()
+    assert ids() == [1, 2, 3]
+    assert Bookmarks(sqlite_url).get("gdelta")["JobBookmark"]["src"]["version"] == 1
+    assert delta.sql(f"DESCRIBE HISTORY default.{tgt}").count() == versions + 1  # one empty
+
+    version = Bookmarks(sqlite_url).get("gdelta")["Version"]
+    catalog.write_text(json.dumps({"db.events": {"format": "delta", "path": src,
+                                                 "table": "x.y"}}))
+    with pytest.raises(ConfigError, match="a Delta entry needs one of 'table'"):
+        run()
+    catalog.write_text(json.dumps({"db.events": {"format": "delta", "path": src}}))
+    job = GlueJob(glue, state=sqlite_url, clock=clock)
+    job.init("gdelta", {"job_bookmark_option": "job-bookmark-enable"})
+    frame = DynamicFrame.fromDF(delta.createDataFrame([(9, "z")], "id BIGINT, v STRING"), glue,
+                                "f")
+    with pytest.raises(ConfigError, match=f"do not apply to Delta table default.{tgt}"):
+        glue.write_dynamic_frame.from_catalog(frame=frame, database="default", table_name=tgt,
+                                              additional_options={"partitionKeys": ["v"]})
+    job.sparkmark_job.fail(RuntimeError("test over"))
+    assert Bookmarks(sqlite_url).get("gdelta")["Version"] == version and ids() == [1, 2, 3]

@@ -132,8 +132,8 @@ def test_pipeline_iceberg_module_bad_input_is_one_clear_error(ice, sqlite_url, c
     with pytest.raises(PipelineError, match="partition_by does not apply to an Iceberg"):
         p.module(id=1, name="B", layer="bronze", target="local.db.x", format="iceberg",
                  partition_by="day")
-    with pytest.raises(PipelineError, match="unknown format 'delta'.*iceberg"):
-        p.module(id=1, name="B", layer="bronze", target="local.db.x", format="delta")
+    with pytest.raises(PipelineError, match="unknown format 'hudi'.*iceberg, delta"):
+        p.module(id=1, name="B", layer="bronze", target="local.db.x", format="hudi")
     assert p.modules == {}
 
     # a target table without the stamp columns: the module fails with the ALTER TABLE to run,

@@ -32,6 +32,9 @@ An Iceberg entry names a table of a Spark catalog configured as
 "local.db.orders"}}`` (optional ``options``: the source's, e.g. ``onNonAppend``).  An Iceberg
 table found in the Spark catalog itself (``DESCRIBE TABLE EXTENDED`` says ``Provider:
 iceberg``; e.g. with ``spark.sql.defaultCatalog`` set to the Iceberg catalog) needs no entry.
+A Delta Lake entry names its table or its location: ``{"db.events": {"format": "delta",
+"path": "s3://lake/events"}}`` or ``{"format": "delta", "table": "lake.events"}``; a table whose
+Spark catalog provider is ``delta`` needs no entry.
 
 (Glue's property names ``JDBC_CONNECTION_URL``, ``USERNAME``, ``PASSWORD`` work too.)
 """
@@ -58,6 +61,7 @@ _GLUE_CONNECTION_NAMES = {"JDBC_CONNECTION_URL": "url", "USERNAME": "user",
                           "PASSWORD": "password", "JDBC_DRIVER_CLASS_NAME": "driver"}
 CONNECTIONS = "connections"
 ICEBERG_KEYS = ("format", "table", "options")
+DELTA_KEYS = ("format", "table", "path", "options")
 _PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _TABLE_NAME = re.compile(r"(?:[A-Za-z_][A-Za-z0-9_]*|`[^`]+`)(?:\.(?:[A-Za-z_][A-Za-z0-9_]*|`[^`]+`))+")
 
@@ -65,7 +69,8 @@ _TABLE_NAME = re.compile(r"(?:[A-Za-z_][A-Za-z0-9_]*|`[^`]+`)(?:\.(?:[A-Za-z_][A
 @dataclass(frozen=True)
 class CatalogTable:
     """Where ``database.table`` lives: ``kind`` is ``files``, ``jdbc``, ``iceberg`` (an Apache
-    Iceberg table: ``table`` is its name in a Spark catalog) or ``spark`` (a view or a table
+    Iceberg table: ``table`` is its name in a Spark catalog), ``delta`` (a Delta Lake table:
+    ``table`` is its name, or ``paths`` holds its location) or ``spark`` (a view or a table
     Spark reads but sparkmark cannot bookmark).
 
     Example: ``CatalogTable(name="db.t", kind="iceberg", source="test", table="local.db.t")``
@@ -213,6 +218,8 @@ def parse_entry(name: str, entry: Any, source: str, base_dir: str | None = None,
     entry = dict(entry)
     if str(entry.get("format") or "").strip().lower() == "iceberg":
         return _iceberg_entry(name, entry, source, where)
+    if str(entry.get("format") or "").strip().lower() == "delta":
+        return _delta_entry(name, entry, source, where)
     columns = _columns(where, entry.get("columns"))
     if "connection" in entry:
         conn_name = entry["connection"]
@@ -289,6 +296,30 @@ def _iceberg_entry(name: str, entry: dict[str, Any], source: str, where: str) ->
                         detail="an Apache Iceberg table")
 
 
+def _delta_entry(name: str, entry: dict[str, Any], source: str, where: str) -> CatalogTable:
+    """``{"format": "delta", "path": "s3://lake/events"}`` or ``{"format": "delta", "table":
+    "lake.events"}``: a Delta Lake table (bookmarked by version, appended to once a run)."""
+    unknown = sorted(set(entry) - set(DELTA_KEYS))
+    if unknown:
+        raise ConfigError(f"{where}: unknown key(s) {unknown} for a Delta table; use "
+                          f"{', '.join(DELTA_KEYS)}")
+    table, path = entry.get("table"), entry.get("path")
+    if (table is None) == (path is None):
+        raise ConfigError(f"{where}: a Delta entry needs one of 'table' (its name in a Spark "
+                          "catalog, such as lake.events) or 'path' (its location)")
+    if table is not None and (not isinstance(table, str)
+                              or not _TABLE_NAME.fullmatch(table.strip())):
+        raise ConfigError(f"{where}: 'table' must be a table name such as lake.events "
+                          f"(got {table!r})")
+    if path is not None and (not isinstance(path, str) or not path.strip()):
+        raise ConfigError(f"{where}: 'path' must be the Delta table's location (got {path!r})")
+    return CatalogTable(name=name, kind="delta", source=source,
+                        table=table.strip() if table is not None else None,
+                        paths=(path.strip(),) if path is not None else (),
+                        options=as_options(entry.get("options"), f"{where}: options"),
+                        detail="a Delta Lake table")
+
+
 def find_in_mapping(data: Mapping[str, Any], name: str) -> Any:
     """The entry for ``name`` (exact key first, then case-insensitively), or ``None``."""
     if name in data:
@@ -330,6 +361,11 @@ def _spark_table(spark: "SparkSession", database: str, table: str) -> CatalogTab
         return CatalogTable(name=name, kind="iceberg", source="the Spark catalog",
                             table=f"{database}.{table}" if plain else qualified,
                             detail="an Apache Iceberg table")
+    if provider == "delta":
+        plain = all(_PLAIN.fullmatch(x) for x in (database, table))
+        return CatalogTable(name=name, kind="delta", source="the Spark catalog",
+                            table=f"{database}.{table}" if plain else qualified,
+                            detail="a Delta Lake table")
     detail = "a view" if kind_type == "VIEW" else f"a {provider or kind_type.lower()} table"
     return CatalogTable(name=name, kind="spark", source="the Spark catalog", table=qualified,
                         detail=detail)

@@ -151,6 +151,25 @@ def _read_iceberg(spark: Any, job: "SparkmarkJob | None", table: str, opts: dict
                           f"{str(e).strip().splitlines()[0][:300]}") from None
 
 
+def _read_delta(spark: Any, job: "SparkmarkJob | None", table: "_catalog.CatalogTable",
+                opts: dict[str, Any], ctx: str | None, call: str) -> "DataFrame":
+    """A Delta Lake table (by name or location): bookmarked by version through
+    ``job.read.table``; without a sparkmark job, the table as it is."""
+    name = (f"delta.`{paths.resolve(table.paths[0])}`" if table.paths
+            else str(table.table))
+    if job is not None:
+        return job.read.table(name, transformation_ctx=ctx, options=opts, format="delta")
+    own = [k for k in opts if k.lower() == "onnonappend"]
+    if own:
+        raise ConfigError(f"{call}: {own} applies to bookmarked reads; this script has no "
+                          "sparkmark job (call Job(glueContext).init(...) first)")
+    try:
+        return spark.table(name)
+    except Exception as e:  # noqa: BLE001
+        raise SourceError(f"{call}: cannot read Delta table {name}: "
+                          f"{str(e).strip().splitlines()[0][:300]}") from None
+
+
 def _did_you_mean(key: str) -> str:
     """`` did you mean 'boundedFiles'?`` for a near-miss of an S3 connection option (or of one
     of sparkmark's file options, which go in format_options), else ``""``."""
@@ -280,6 +299,8 @@ class DynamicFrameReader:
         elif table.kind == "iceberg":
             df = _read_iceberg(spark, job, str(table.table), {**table.options, **extra}, ctx,
                                call)
+        elif table.kind == "delta":
+            df = _read_delta(spark, job, table, {**table.options, **extra}, ctx, call)
         else:
             if ctx is not None and job is not None and job.bookmark_option != DISABLE:
                 raise ConfigError(

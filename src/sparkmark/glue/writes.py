@@ -77,6 +77,21 @@ def _write_iceberg(job: "SparkmarkJob | None", df: "DataFrame", table: str,
                         f"{str(e).strip().splitlines()[0][:300]}") from None
 
 
+def _write_delta(job: "SparkmarkJob | None", df: "DataFrame", target: str, by_path: bool,
+                 ctx: str | None) -> None:
+    """Append to a Delta Lake table (a location or a name): exactly once by one stamped
+    commit a run with a sparkmark job, a plain append without one."""
+    if job is not None:
+        job.write(df, target, format="delta", transformation_ctx=ctx, stamp=_stamp())
+        return
+    try:
+        w = df.write.format("delta").mode("append")
+        w.save(target) if by_path else w.saveAsTable(target)
+    except Exception as e:  # noqa: BLE001
+        raise SinkError(f"writing to Delta table {target} failed: "
+                        f"{str(e).strip().splitlines()[0][:300]}") from None
+
+
 def _write_jdbc(job: "SparkmarkJob | None", df: "DataFrame", url: str, table: str,
                 props: dict[str, str], ctx: str | None) -> None:
     if job is not None:
@@ -209,10 +224,17 @@ class DynamicFrameWriter:
                                   f"to Iceberg table {table.name}; its partition spec and "
                                   "properties are the table's own")
             _write_iceberg(job, frame.toDF(), str(table.table), ctx)
+        elif table.kind == "delta":
+            if extra:
+                raise ConfigError(f"{call}: additional option(s) {sorted(extra)} do not apply "
+                                  f"to Delta table {table.name}; its partitioning and "
+                                  "properties are the table's own")
+            target = paths.resolve(table.paths[0]) if table.paths else str(table.table)
+            _write_delta(job, frame.toDF(), target, bool(table.paths), ctx)
         else:
             raise ConfigError(f"{call}: table {table.name} is {table.detail} in the Spark "
-                              "catalog; sparkmark writes files, JDBC tables or Apache Iceberg "
-                              f"tables: map it in {_catalog.CATALOG_ENV}")
+                              "catalog; sparkmark writes files, JDBC tables, Apache Iceberg "
+                              f"or Delta Lake tables: map it in {_catalog.CATALOG_ENV}")
         return frame
 
     def from_jdbc_conf(self, frame: Any = None, catalog_connection: Any = None,

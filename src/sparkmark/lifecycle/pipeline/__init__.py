@@ -109,6 +109,8 @@ class Pipeline:
         ``take_over_from`` (a module id of this pipeline, or a job name ``"<pipeline>.<id>"``)
         says this module replaces that job on ``target`` (e.g. after renumbering a module): it
         may write there, and its first window starts where that job's left off.
+        ``format``: a file format (``parquet`` by default), ``"iceberg"`` (``target`` is a
+        table name) or ``"delta"`` (a Delta Lake table by path or by name).
 
             @p.module(id=1005, name="Bronze", layer="bronze", target="data/bronze",
                       take_over_from=1001)

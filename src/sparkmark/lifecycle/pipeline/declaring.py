@@ -32,8 +32,10 @@ LAYER_RANK = {"bronze": 0, "silver": 1, "gold": 2, "presentation": 3, "platinum"
 FILE_FORMATS = WRITE_FORMATS
 #: a module whose format is this writes to an Apache Iceberg table (its target is a table name)
 TABLE_FORMAT = "iceberg"
+#: a module whose format is this appends to a Delta Lake table (its target: a path or a name)
+DELTA_FORMAT = "delta"
 #: what ``@p.module(format=...)`` accepts
-MODULE_FORMATS: tuple[str, ...] = (*WRITE_FORMATS, TABLE_FORMAT)
+MODULE_FORMATS: tuple[str, ...] = (*WRITE_FORMATS, TABLE_FORMAT, DELTA_FORMAT)
 
 
 # ---------------------------------------------------------------------- module definition
