@@ -142,12 +142,17 @@ def bookmark_history(job: str = typer.Argument(..., help="Job name"),
                      format: str = typer.Option("table", "--format", "-f",
                                                 help="table or json"),
                      limit: Optional[int] = typer.Option(
-                         None, "--limit", help="Only the newest N versions (default: all)")
+                         None, "--limit", help="Only the newest N versions (default: 100 for "
+                                               "the table, all for json)"),
+                     every: bool = typer.Option(False, "--all", help="Every version")
                      ) -> None:
-    """List every version of a job's bookmark (--limit N: the newest N)."""
+    """List a job's bookmark versions, oldest first: the newest 100 in the table (--limit N,
+    --all for every version), every version as JSON."""
     def body() -> None:
+        from sparkmark.ops.bookmarks import history_limit
         _check_format(format, ("table", "json"))
-        rows = _bookmarks(create=False).history(job, last=limit)
+        last = history_limit(format, limit, every)
+        rows = _bookmarks(create=False).history(job, last=last)
         if format == "json":
             _echo_json(rows)
             return
@@ -161,6 +166,10 @@ def bookmark_history(job: str = typer.Argument(..., help="Job name"),
                       r["RunId"] or "", r["RewoundToRunId"] or "",
                       format_ts(r["CreatedTs"], "UTC") or "", ", ".join(sorted(r["JobBookmark"])))
         out.print(t)
+        older = rows[0]["Version"] if rows and last is not None and len(rows) == last else 0
+        if older:  # versions are numbered 0 (the empty one), 1, 2, ...: the older ones
+            out.print(f"({older} older version(s) not shown: the newest {len(rows)} are; "
+                      "--limit N for more, --all for every version)")
     _guard(body)
 
 

@@ -60,6 +60,23 @@ _Q_EARLIEST_UNDONE_OF = _Q_EARLIEST_UNDONE.where(runs.c.pipeline == _B_PIPELINE)
 #: what a target write holds for the ownership walk
 _WRITE_COLUMNS = ("run_id", "job_name", "pipeline", "run_start_ts", "run_number", "status",
                   "take_over_from", "config")
+_WRITE_ORDER = (runs.c.run_start_ts, runs.c.run_number, runs.c.job_name)
+#: a target's first committed write of one status: the start of its ix_sm_runs_target range
+_Q_FIRST_WRITE = (select(*(runs.c[c] for c in _WRITE_COLUMNS))
+                  .where(runs.c.target_key == bindparam("b_key"),
+                         runs.c.status == bindparam("b_status"))
+                  .order_by(*_WRITE_ORDER).limit(1))
+#: the first committed write of one status after a write, by a job that took the target over
+#: from its owner: the start of a range of ix_sm_runs_takeover
+_Q_HANDOFF = (select(*(runs.c[c] for c in _WRITE_COLUMNS))
+              .where(runs.c.target_key == bindparam("b_key"),
+                     runs.c.take_over_from == bindparam("b_owner"),
+                     runs.c.status == bindparam("b_status"),
+                     sa.tuple_(*_WRITE_ORDER) > sa.tuple_(bindparam("b_ts"),
+                                                          bindparam("b_number"),
+                                                          bindparam("b_job")),
+                     runs.c.job_name != bindparam("b_owner"))
+              .order_by(*_WRITE_ORDER).limit(1))
 
 
 class RunReads(StoreBase):
@@ -143,34 +160,36 @@ class RunReads(StoreBase):
                     {c: getattr(row, c) for c in _MARK_COLUMNS}]
         return out
 
-    def target_writes(self, key: str, *, take_over_from: str | None = None,
-                      after: tuple[int, int, str] | None = None
-                      ) -> list[dict[str, Any]]:
-        """The first committed (SUCCEEDED/EMPTY) pipeline run of each status that wrote the
-        target with ``key`` (``sm_runs.target_key``, :func:`~sparkmark.planning.windows.
-        target_key`), in write order (run start, run number, job): with ``take_over_from``,
-        only runs that declared they take the target over from that job; with ``after``, only
-        runs after that ``(run_start_ts, run_number, job_name)``.  At most two rows (one a
-        status), each the start of a range of ``ix_sm_runs_target`` or
-        ``ix_sm_runs_takeover``: the lookups that
-        :func:`~sparkmark.planning.windows.owner_by_handoffs` makes, however long the ledger.
+    def first_target_write(self, key: str) -> dict[str, Any] | None:
+        """The first committed (SUCCEEDED/EMPTY) pipeline run that wrote the target with
+        ``key`` (``sm_runs.target_key``, see :func:`~sparkmark.planning.windows.target_key`),
+        in write order (run start, run number, job); ``None``: no committed run wrote it.  The
+        first entry of a range of ``ix_sm_runs_target`` a status, however long the ledger.
 
-        Example: ``store.target_writes(target_key("overwatch", "/data/bronze"))``
+        Example: ``store.first_target_write(target_key("overwatch", "/data/bronze"))["job_name"]``
         """
-        order = (runs.c.run_start_ts, runs.c.run_number, runs.c.job_name)
-        terms: list[Any] = [runs.c.target_key == key]
-        if take_over_from is not None:
-            terms.append(runs.c.take_over_from == take_over_from)
-            terms.append(runs.c.job_name != take_over_from)
-        if after is not None:
-            terms.append(sa.tuple_(*order) > sa.tuple_(*after))
-        found: list[dict[str, Any]] = []
+        return self._first_write(_Q_FIRST_WRITE, {"b_key": key})
+
+    def target_handoff(self, key: str, owner: str, after: tuple[int, int, str]
+                       ) -> dict[str, Any] | None:
+        """The first committed pipeline run after ``after`` (its ``(run_start_ts, run_number,
+        job_name)``) that wrote the target with ``key`` and declared it takes that target over
+        from ``owner`` (by another job than ``owner``); ``None``: none did.  The first entry
+        of a range of ``ix_sm_runs_takeover`` a status: with :meth:`first_target_write`, what
+        :func:`~sparkmark.planning.windows.owner_by_handoffs` asks.
+
+        Example: ``store.target_handoff(key, "overwatch.1004", (ts, 17, "overwatch.1004"))``
+        """
+        return self._first_write(_Q_HANDOFF, {"b_key": key, "b_owner": owner,
+                                              "b_ts": after[0], "b_number": after[1],
+                                              "b_job": after[2]})
+
+    def _first_write(self, query: Any, params: dict[str, Any]) -> dict[str, Any] | None:
         with self.tx("reading the ledger") as conn:
-            for status in RunStatus.progress():
-                q = (select(*(runs.c[c] for c in _WRITE_COLUMNS))
-                     .where(*terms, runs.c.status == str(status)).order_by(*order).limit(1))
-                found.extend(dict(r._mapping) for r in conn.execute(q))
-        return sorted(found, key=lambda r: (r["run_start_ts"], r["run_number"], r["job_name"]))
+            found = [dict(r._mapping) for status in RunStatus.progress()
+                     for r in conn.execute(query, {**params, "b_status": str(status)})]
+        return min(found, key=lambda r: (r["run_start_ts"], r["run_number"], r["job_name"]),
+                   default=None)
 
     def removals_left(self, pipeline: str) -> list[dict[str, Any]]:
         """The ROLLED_BACK runs of ``pipeline`` whose output removal has not finished

@@ -86,7 +86,8 @@ def check_ownership(store: StateStore, pipeline: str, modules: Mapping[int, Modu
 def target_owner_in(store: StateStore, pipeline: str, target: str) -> str | None:
     """The job that owns ``target`` among ``pipeline``'s committed module runs
     (:func:`~sparkmark.planning.windows.target_owner`), from the target's first write and one
-    look-up per hand-off (:meth:`StateStore.target_writes`), however long the ledger.  A run
+    look-up per hand-off (:meth:`StateStore.first_target_write`,
+    :meth:`StateStore.target_handoff`), however long the ledger.  A run
     that the key matches but is not of this pipeline and target (a hash collision) makes it
     read every committed run of the pipeline instead.
 
@@ -94,17 +95,17 @@ def target_owner_in(store: StateStore, pipeline: str, target: str) -> str | None
     """
     key, wanted = target_key(pipeline, target), normalize_target(target)
 
-    def first(rows: list[dict[str, Any]]) -> TargetWrite | None:
-        for r in rows:
-            w = _target_write(r)
-            if w is None or w.target != wanted or r["pipeline"] != pipeline:
-                raise _Collision
-            return w
-        return None
+    def write(r: dict[str, Any] | None) -> TargetWrite | None:
+        if r is None:
+            return None
+        w = _target_write(r)
+        if w is None or w.target != wanted or r["pipeline"] != pipeline:
+            raise _Collision
+        return w
 
     try:
-        return owner_by_handoffs(first(store.target_writes(key)), lambda w: first(
-            store.target_writes(key, take_over_from=w.job, after=w.order)))
+        return owner_by_handoffs(write(store.first_target_write(key)), lambda w: write(
+            store.target_handoff(key, w.job, w.order)))
     except _Collision:
         rows = store.list_runs(pipeline=pipeline, statuses=PROGRESS_STATUSES,
                                columns=_WRITE_COLUMNS)
