@@ -31,7 +31,8 @@ run, seeded directly.  On it, and on an empty ledger of the same pipeline:
 - the read-only commands as a user runs them (``sparkmark ...`` in a new process, default
   options; goal <= 1 s each): ``report``, ``report --pipeline``, ``report --format html``,
   ``bookmark history`` of one module, ``files`` of one module, and ``sparkmark --help`` as
-  the floor (the process start and imports every command pays).
+  the floor (the process start and imports every command pays); each also on the empty
+  store after its runs above (``empty s``), as the peer.
 
     .venv/bin/python benchmarks/history.py --sizes 0,10000,100000 --repeat 200
     .venv/bin/python benchmarks/history.py --parts pipeline --repeat 20
@@ -229,9 +230,9 @@ def fill_pipeline(url: str, hours: int) -> int:
     return len(rows)
 
 
-def full_scan_owner(store, pipeline: str, target: str):
-    """The ownership check before schema 5: every committed run of the pipeline, its config
-    parsed (kept to compare with)."""
+def full_scan_owners(store, pipeline: str, targets: list[str]) -> list:
+    """The ownership check before schema 5 (kept to compare with): every committed run of the
+    pipeline read once, its config parsed, then each module's target's owner."""
     from sparkmark.planning.windows import (PROGRESS_STATUSES, TargetWrite, normalize_target,
                                             target_owner)
     writes = []
@@ -243,44 +244,50 @@ def full_scan_owner(store, pipeline: str, target: str):
             writes.append(TargetWrite((r["run_start_ts"], r["run_number"]), r["job_name"],
                                       normalize_target(cfg["target"]),
                                       cfg.get("take_over_from")))
-    return target_owner(writes, target)
+    return [target_owner(writes, t) for t in targets]
 
 
-def measure_pipeline(url: str, repeat: int, snapshot: int) -> dict:
-    """Median ms of a pipeline run with empty windows, of its planning, and of the old full
-    scan of the ownership check."""
+def measure_pipelines(urls: dict[str, str], repeat: int, snapshot: int) -> dict[str, dict]:
+    """Per store (label -> URL), median ms of a pipeline run with empty windows, of its
+    planning, and of the old full scan of the ownership check; the stores take turns, so
+    that a change in the machine's load falls on each alike."""
     from sparkmark.lifecycle.pipeline.running import check_idle, finish_removals, run_pipeline
-    from sparkmark.lifecycle.pipeline.windows import check_ownership, module_progress
+    from sparkmark.lifecycle.pipeline.windows import (check_ownership, module_progress,
+                                                      target_owner_in)
     from sparkmark.state import open_store
-    store = open_store(url)
     modules = bench_modules()
     clock = lambda: snapshot  # noqa: E731 - every window ends where it starts: no Spark
+    stores = {label: open_store(url) for label, url in urls.items()}
+    times: dict[str, dict[str, list[float]]] = {
+        label: {"run": [], "plan": [], "scan": []} for label in urls}
 
-    def run():
+    def run(store):
         return run_pipeline(None, store, clock, modules, pipeline=PIPELINE, timezone="UTC",
                             max_days_to_load=5, primordial_date=snapshot)
-    got = run()  # warm: the compiled statements
-    assert not got.failed and {r.status for r in got.results} == {"EMPTY"}, str(got)
-    run_ms, plan_ms, scan_ms = [], [], []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        run()
-        t1 = time.perf_counter()
-        check_idle(store, clock, PIPELINE, modules, "run the pipeline")
-        finish_removals(None, store, PIPELINE)
-        module_progress(store, PIPELINE, modules)
-        check_ownership(store, PIPELINE, modules, modules)
-        t2 = time.perf_counter()
-        run_ms.append((t1 - t0) * 1e3)
-        plan_ms.append((t2 - t1) * 1e3)
-    for _ in range(max(1, repeat // 10)):
-        t0 = time.perf_counter()
-        for m in modules.values():
-            full_scan_owner(store, PIPELINE, m.target)
-        scan_ms.append((time.perf_counter() - t0) * 1e3)
-    return {"pipeline_run_ms": round(statistics.median(run_ms), 2),
-            "planning_ms": round(statistics.median(plan_ms), 2),
-            "full_scan_ownership_ms": round(statistics.median(scan_ms), 2)}
+    for store in stores.values():
+        got = run(store)  # warm: the compiled statements (and the audit's retention)
+        assert not got.failed and {r.status for r in got.results} == {"EMPTY"}, str(got)
+    for i in range(repeat):
+        for label, store in stores.items():
+            t0 = time.perf_counter()
+            run(store)
+            t1 = time.perf_counter()
+            check_idle(store, clock, PIPELINE, modules, "run the pipeline")
+            finish_removals(None, store, PIPELINE)
+            module_progress(store, PIPELINE, modules)
+            check_ownership(store, PIPELINE, modules, modules)
+            t2 = time.perf_counter()
+            times[label]["run"].append((t1 - t0) * 1e3)
+            times[label]["plan"].append((t2 - t1) * 1e3)
+            if i % 10 == 0:
+                old = full_scan_owners(store, PIPELINE, [m.target for m in modules.values()])
+                assert old == [target_owner_in(store, PIPELINE, m.target)
+                               for m in modules.values()], old
+                times[label]["scan"].append((time.perf_counter() - t2) * 1e3)
+    return {label: {"pipeline_run_ms": round(statistics.median(t["run"]), 2),
+                    "planning_ms": round(statistics.median(t["plan"]), 2),
+                    "full_scan_ownership_ms": round(statistics.median(t["scan"]), 2)}
+            for label, t in times.items()}
 
 
 COMMANDS = {
@@ -319,26 +326,31 @@ def run_pipeline_part(a, server_box: list) -> list[dict]:
     hours = a.hours
     snapshot = T0 + hours * HOUR
     for backend in a.backends.split(","):
-        for label, seeded in (("empty", False), ("year", True)):
+        urls, counts, fills = {}, {}, {}
+        for label in ("empty", "year"):
             if backend == "sqlite":
-                url = f"sqlite:///{tempfile.mkdtemp(prefix='sm-hist-')}/state.db"
+                urls[label] = f"sqlite:///{tempfile.mkdtemp(prefix='sm-hist-')}/state.db"
             else:
                 if not server_box:
                     from sparkmark.devtools.postgres import start_postgres
                     server_box.append(start_postgres())
-                url = server_box[0].create_database(f"pipe_{label}")
+                urls[label] = server_box[0].create_database(f"pipe_{label}")
             t0 = time.perf_counter()
-            n = fill_pipeline(url, hours) if seeded else 0
-            fill_s = round(time.perf_counter() - t0, 1)
-            got = measure_pipeline(url, a.repeat, snapshot)
-            row = {"backend": backend, "ledger": label, "ledger_rows": n, **got,
-                   "fill_s": fill_s}
-            if seeded:
-                row["commands_s"] = measure_commands(url, a.command_repeat)
+            counts[label] = fill_pipeline(urls[label], hours) if label == "year" else 0
+            fills[label] = round(time.perf_counter() - t0, 1)
+        # the commands first: on the store as seeded (the runs below apply the audit's
+        # retention, and add runs)
+        commands = {"year": measure_commands(urls["year"], a.command_repeat)}
+        got = measure_pipelines(urls, a.repeat, snapshot)
+        # the peer of each command: the same on the small store the runs above left
+        commands["empty"] = measure_commands(urls["empty"], a.command_repeat)
+        for label in urls:
+            row = {"backend": backend, "ledger": label, "ledger_rows": counts[label],
+                   **got[label], "fill_s": fills[label], "commands_s": commands[label]}
             rows.append(row)
-            print(f"{backend:<10} {label:<6} rows={n:>7,}  pipeline run "
-                  f"{got['pipeline_run_ms']:8.2f} ms  planning {got['planning_ms']:7.2f} ms  "
-                  f"full-scan ownership {got['full_scan_ownership_ms']:9.2f} ms", flush=True)
+            print(f"{backend:<10} {label:<6} rows={counts[label]:>7,}  pipeline run "
+                  f"{row['pipeline_run_ms']:8.2f} ms  planning {row['planning_ms']:7.2f} ms  "
+                  f"full-scan ownership {row['full_scan_ownership_ms']:9.2f} ms", flush=True)
     for r in rows:
         base = next(b for b in rows if b["backend"] == r["backend"] and b["ledger"] == "empty")
         r["ratio"] = {k: round(r[k] / base[k], 2) for k in ("pipeline_run_ms", "planning_ms")}
@@ -349,11 +361,15 @@ def run_pipeline_part(a, server_box: list) -> list[dict]:
               f"{r['pipeline_run_ms']:>8.2f} {r['ratio']['pipeline_run_ms']:>6} "
               f"{r['planning_ms']:>11.2f} {r['ratio']['planning_ms']:>6} "
               f"{r['full_scan_ownership_ms']:>22.2f}")
-    print(f"\n{'backend':<10} {'command (new process, default options)':<40} {'s':>7} "
-          f"{'lines':>6}")
+    print(f"\n{'backend':<10} {'command (new process, default options)':<40} {'year s':>7} "
+          f"{'lines':>6} {'empty s':>8}")
     for r in rows:
-        for name, c in (r.get("commands_s") or {}).items():
-            print(f"{r['backend']:<10} {name:<40} {c['s']:>7.3f} {c['output_lines']:>6}")
+        if r["ledger"] != "year":
+            continue
+        peer = next(b for b in rows if b["backend"] == r["backend"] and b["ledger"] == "empty")
+        for name, c in r["commands_s"].items():
+            print(f"{r['backend']:<10} {name:<40} {c['s']:>7.3f} {c['output_lines']:>6} "
+                  f"{peer['commands_s'][name]['s']:>8.3f}")
     return rows
 
 
@@ -427,8 +443,10 @@ def main(argv: list[str] | None = None) -> int:
                   "note": "a year of hourly runs of 10 modules seeded (failed attempts, 12 "
                           "rollbacks of a day, a taken-over target); pipeline_run_ms: "
                           "run_pipeline with empty windows (no Spark), ratio = year / empty; "
-                          "commands_s: each read-only command in a new process, default "
-                          "options, median"}}
+                          "full_scan_ownership_ms: the ownership check as it was before "
+                          "schema 5 (every committed run's config parsed); commands_s: each "
+                          "read-only command in a new process, default options, median (on "
+                          "the empty store: after its measured runs)"}}
     for key, value in old.items():  # earlier comparisons (before_schema_3, ...) stay
         if key.startswith("before_") and key not in result:
             result[key] = value

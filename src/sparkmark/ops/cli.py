@@ -375,7 +375,7 @@ def files(job: str = typer.Argument(..., help="Job name"),
               None, "--path", help="Only paths matching this glob (* and ?; without a scheme "
                                    "it matches the end of the path, e.g. a file name)"),
           limit: Optional[int] = typer.Option(
-              None, "--limit", help="At most N rows (default: 1000 for the table, all for "
+              None, "--limit", help="At most N rows (default: 100 for the table, all for "
                                     "json and csv)"),
           format: str = typer.Option("table", "--format", "-f", help="table, json or csv")
           ) -> None:
@@ -384,7 +384,7 @@ def files(job: str = typer.Argument(..., help="Job name"),
         from sparkmark.ops.bookmarks import FILE_COLUMNS
         from sparkmark.core.clock import format_ts
         _check_format(format, ("table", "json", "csv"))
-        shown = limit if limit is not None else (1000 if format == "table" else None)
+        shown = limit if limit is not None else (100 if format == "table" else None)
         rows, total = _bookmarks(create=False).files_page(job, ctx=ctx, run_id=run_id,
                                                           path=path, limit=shown)
         for r in rows:  # times as ISO text (UTC) for people and files

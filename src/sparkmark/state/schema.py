@@ -17,7 +17,9 @@ Schema history:
      module's pipeline and target, hashed) and take_over_from, filled from each pipeline run's
      config on upgrade, with indexes ix_sm_runs_target and ix_sm_runs_takeover, so that a
      target's owner is found from its first committed write and each hand-off, not by parsing
-     the config of every committed run of the pipeline.
+     the config of every committed run of the pipeline; ix_sm_runs_start and
+     ix_sm_runs_pipeline, so that the report's newest runs (of the store, of a pipeline) are
+     the end of an index range, not a sort of every run.
 
 To change the schema: bump ``SCHEMA_VERSION`` and add a function to ``UPGRADES`` that takes a
 connection at version N-1 to N.  ``ensure_schema`` applies the missing steps in one transaction
@@ -115,6 +117,10 @@ runs = Table(
     Index("ix_sm_runs_target", "target_key", "status", "run_start_ts", "run_number", "job_name"),
     Index("ix_sm_runs_takeover", "target_key", "take_over_from", "status", "run_start_ts",
           "run_number", "job_name"),
+    # the report's newest runs, of the whole store or of one pipeline (schema 5): the end of an
+    # index range, not a sort of every row
+    Index("ix_sm_runs_start", "run_start_ts"),
+    Index("ix_sm_runs_pipeline", "pipeline", "run_start_ts"),
 )
 # Every begin checks that no row of its job has a status sparkmark does not know (schema 4); a
 # pipeline run's planning reads each module's latest committed run, the first of equal numbers
@@ -227,7 +233,8 @@ def _add_pipeline_write_columns(conn: Connection) -> None:
             conn.exec_driver_sql(f"ALTER TABLE sm_runs ADD COLUMN {name} {kind}")
     conn.exec_driver_sql("DROP INDEX IF EXISTS ix_sm_runs_status")
     for ix in runs.indexes:
-        if ix.name in ("ix_sm_runs_status", "ix_sm_runs_target", "ix_sm_runs_takeover"):
+        if ix.name in ("ix_sm_runs_status", "ix_sm_runs_target", "ix_sm_runs_takeover",
+                       "ix_sm_runs_start", "ix_sm_runs_pipeline"):
             ix.create(conn, checkfirst=True)
     q = (select(runs.c.run_id, runs.c.config)
          .where(runs.c.pipeline.isnot(None), runs.c.config.isnot(None)))
