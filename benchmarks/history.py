@@ -36,6 +36,10 @@ run, seeded directly.  On it, and on an empty ledger of the same pipeline:
 
     .venv/bin/python benchmarks/history.py --sizes 0,10000,100000 --repeat 200
     .venv/bin/python benchmarks/history.py --parts pipeline --repeat 20
+    .venv/bin/python benchmarks/history.py --parts spark --spark-repeat 3
+
+``--parts spark``: ``Pipeline.run()`` itself on local Spark (each module writes one row of its
+hour), on an empty ledger and on the year's (SQLite), the two taking turns.
 """
 from __future__ import annotations
 
@@ -108,6 +112,7 @@ MODULES = 10
 RETIRED = 99           # module 9 took its target over from module 99 after RETIRED_HOURS
 RETIRED_HOURS = 100
 ROLLED_MODULES = (1, 4, 7)   # each rolled back a day, four times in the year, then re-run
+TARGETS = {"root": "/data"}  # where the modules' targets are (--spark: a temporary folder)
 
 
 def bench_modules():
@@ -117,7 +122,7 @@ def bench_modules():
     for m in range(MODULES):
         layer = "bronze" if m < 4 else "silver" if m < 8 else "gold"
         deps = () if m < 4 else (m - 4,) if m < 8 else (m - 4, m - 3)
-        out[m] = Module(m, f"module_{m}", layer, f"/data/{PIPELINE}/t{m}", deps, "parquet",
+        out[m] = Module(m, f"module_{m}", layer, f"{TARGETS['root']}/{PIPELINE}/t{m}", deps, "parquet",
                         lambda ctx: None,
                         take_over_from=f"{PIPELINE}.{RETIRED}" if m == 9 else None)
     return out
@@ -126,7 +131,7 @@ def bench_modules():
 def _pipeline_row(m: int, n: int, attempt: int, status: str, h: int, start: int,
                   publish: str | None, tof: str | None, target_m: int) -> dict:
     from sparkmark.planning.windows import target_key
-    target = f"/data/{PIPELINE}/t{target_m}"
+    target = f"{TARGETS['root']}/{PIPELINE}/t{target_m}"
     config = {"pipeline": {"name": PIPELINE, "timezone": "UTC", "max_days_to_load": 5,
                            "primordial_date": None, "target": target, "format": "parquet",
                            "take_over_from": tof, "depends_on": [], "action": "run",
@@ -321,6 +326,50 @@ def measure_commands(url: str, repeat: int) -> dict:
     return out
 
 
+def run_spark_part(a) -> list[dict]:
+    """``Pipeline.run()`` itself on local Spark, each module writing one row: on an empty
+    ledger and on the year's (SQLite), the stores taking turns; median seconds."""
+    from pyspark.sql import functions as F
+
+    from sparkmark import Pipeline
+    from sparkmark.engine.spark import local_session
+    spark = local_session("bench-history")
+    TARGETS["root"] = tempfile.mkdtemp(prefix="sm-hist-out-")
+    urls = {"empty": f"sqlite:///{tempfile.mkdtemp(prefix='sm-hist-')}/state.db",
+            "year": f"sqlite:///{tempfile.mkdtemp(prefix='sm-hist-')}/state.db"}
+    counts = {"empty": 0, "year": fill_pipeline(urls["year"], a.hours)}
+    now = {"ts": T0 + a.hours * HOUR}
+    pipes = {}
+    for label, url in urls.items():
+        p = Pipeline(PIPELINE, spark, state=url, primordial_date=now["ts"] - HOUR,
+                     max_days_to_load=5, clock=lambda: now["ts"])
+        for m in bench_modules().values():
+            def fn(ctx):
+                return ctx.spark.range(1).select(F.lit(ctx.from_ts).alias("from_ts"))
+            p.module(id=m.id, name=m.name, layer=m.layer, target=m.target,
+                     depends_on=list(m.depends_on), format="parquet",
+                     take_over_from=RETIRED if m.id == 9 else None)(fn)
+        pipes[label] = p
+    times: dict[str, list[float]] = {label: [] for label in urls}
+    for i in range(a.spark_repeat + 1):
+        now["ts"] += HOUR
+        for label, p in pipes.items():
+            t0 = time.perf_counter()
+            s = p.run()
+            took = time.perf_counter() - t0
+            assert not s.failed and all(r.records_written == 1 for r in s.results), str(s)
+            if i:  # the first: Spark's warm-up
+                times[label].append(took)
+    out = [{"ledger": label, "ledger_rows": counts[label],
+            "p_run_s": round(statistics.median(t), 2)} for label, t in times.items()]
+    for r in out:
+        r["ratio"] = round(r["p_run_s"] / out[0]["p_run_s"], 2)
+        print(f"spark p.run() {r['ledger']:<6} rows={r['ledger_rows']:>7,} "
+              f"{r['p_run_s']:6.2f} s  ratio {r['ratio']}", flush=True)
+    spark.stop()
+    return out
+
+
 def run_pipeline_part(a, server_box: list) -> list[dict]:
     rows = []
     hours = a.hours
@@ -380,17 +429,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--backends", default="sqlite,postgresql")
     ap.add_argument("--json", default=str(RESULTS))
     ap.add_argument("--parts", default="job,pipeline",
-                    help="job: init+commit vs history; pipeline: a year of a pipeline")
+                    help="job: init+commit vs history; pipeline: a year of a pipeline; spark: "
+                         "Pipeline.run() on local Spark on it (SQLite)")
     ap.add_argument("--hours", type=int, default=8760,
                     help="pipeline: hours of hourly runs of 10 modules (8760: a year)")
     ap.add_argument("--command-repeat", type=int, default=3,
                     help="pipeline: runs of each command (median)")
+    ap.add_argument("--spark-repeat", type=int, default=3,
+                    help="spark: measured Pipeline.run() calls on each ledger")
     a = ap.parse_args(argv)
     sizes = [int(s) for s in a.sizes.split(",")]
     parts = a.parts.split(",")
     load_start = list(os.getloadavg())
     rows: list[dict] = []
     pipeline_rows: list[dict] = []
+    spark_rows: list[dict] = []
     server = None
     server_box: list = []
     try:
@@ -412,6 +465,7 @@ def main(argv: list[str] | None = None) -> int:
                       f"shared-target check {got['shared_target_check_ms']:7.3f} ms", flush=True)
         if "pipeline" in parts:
             pipeline_rows = run_pipeline_part(a, server_box)
+        spark_rows = run_spark_part(a) if "spark" in parts else []
     finally:
         if server is not None:
             server.stop()
@@ -440,6 +494,7 @@ def main(argv: list[str] | None = None) -> int:
                       "(published, with outputs) of this job and as many of 50 other jobs",
               "pipeline": {
                   "rows": pipeline_rows or old.get("pipeline", {}).get("rows", []),
+                  "spark_p_run": spark_rows or old.get("pipeline", {}).get("spark_p_run", []),
                   "note": "a year of hourly runs of 10 modules seeded (failed attempts, 12 "
                           "rollbacks of a day, a taken-over target); pipeline_run_ms: "
                           "run_pipeline with empty windows (no Spark), ratio = year / empty; "
