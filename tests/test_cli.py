@@ -264,3 +264,19 @@ def test_bookmark_history_limit_reads_the_newest_versions(sqlite_url, clock):
     assert [h["Version"] for h in json.loads(res.stdout)] == [0, 1, 2, 3]  # all by default
     _assert_one_line_error(cli("--state", sqlite_url, "bookmark", "history", "orders",
                                "--limit", "0"), "must be a positive number of versions")
+
+
+def test_bookmark_history_table_shows_the_newest_100_and_says_how_many_are_left_out(
+        sqlite_url, clock):
+    _runs(sqlite_url, clock, n=102)   # versions 0 (empty) to 102
+    res = cli("--state", sqlite_url, "bookmark", "history", "orders")
+    assert res.returncode == 0, res.stderr
+    assert "3 older version(s) not shown: the newest 100 are" in " ".join(res.stdout.split())
+    res = cli("--state", sqlite_url, "bookmark", "history", "orders", "--all")
+    assert res.returncode == 0 and "not shown" not in res.stdout, res.stderr
+    res = cli("--state", sqlite_url, "bookmark", "history", "orders", "--limit", "102")
+    assert "1 older version(s) not shown" in res.stdout   # the empty version 0
+    res = cli("--state", sqlite_url, "bookmark", "history", "orders", "--limit", "103")
+    assert "not shown" not in res.stdout
+    _assert_one_line_error(cli("--state", sqlite_url, "bookmark", "history", "orders",
+                               "--limit", "5", "--all"), "not both")

@@ -187,6 +187,37 @@ def test_second_job_on_a_target_is_refused_unless_it_takes_over(spark, tmp_path,
         p3.module(id=7, name="x", layer="bronze", target="y", take_over_from="bad name!")
 
 
+def test_a_rollback_of_the_taking_over_module_gives_the_target_back(spark, tmp_path,
+                                                                     state_url, clock):
+    """1001 writes a target, 1005 takes it over; rolling back every run of 1005 gives the
+    target back to 1001 (its rows are the only committed writes left), which goes on from
+    where it ended and refuses 1005's old declaration no more.  On SQLite and PostgreSQL, with
+    the owner found from the indexed target key (schema 5)."""
+    root = str(tmp_path / "data")
+    clock.now = DAY0 + DAY_MS
+    p = Pipeline("back", spark, state=state_url, primordial_date="2024-03-01", clock=clock)
+    hourly(p, 1001, "Bronze", f"{root}/bronze")
+    assert not p.run().failed
+    clock.advance(6 * H)
+    p2 = Pipeline("back", spark, state=state_url, primordial_date="2024-03-01", clock=clock)
+    hourly(p2, 1005, "Bronze", f"{root}/bronze", take_over_from=1001)
+    s = p2.run()
+    assert s.results[0].from_ts == DAY0 + DAY_MS and not s.failed
+    clock.advance(H)
+    with pytest.raises(PipelineError, match=r"belongs to job 'back\.1005'"):
+        p.run()
+    plan = p2.rollback(modules=[1005], since="2024-03-01")
+    assert len(plan.run_ids) == 1
+    assert target_hours(spark, f"{root}/bronze") == hours(DAY0, DAY0 + DAY_MS)
+    s = p.run()                         # 1001 owns its target again and goes on from its end
+    assert not s.failed and s.results[0].from_ts == DAY0 + DAY_MS
+    assert target_hours(spark, f"{root}/bronze") == hours(DAY0, clock.now)
+    p4 = Pipeline("back", spark, state=state_url, primordial_date="2024-03-01", clock=clock)
+    hourly(p4, 1006, "Bronze", f"{root}/bronze")   # a third job is refused: 1001 owns it
+    with pytest.raises(PipelineError, match=r"belongs to job 'back\.1001'"):
+        p4.run()
+
+
 # ---------------------------------------------------------------------- 4. compaction
 def _compact(spark, target):
     tmp = target + "_compacting"

@@ -21,7 +21,8 @@ from sparkmark.planning.windows import (DAY_MS, EMPTY, FAILED, NO_PROGRESS, ROLL
                                         select_modules, simulate_run, topo_order)
 from sparkmark.planning.windows import (TargetWrite, add_days, after_rollback, local_midnight,
                                         module_start, normalize_target,
-                                        ownership_conflict, parse_duration, target_owner)
+                                        owner_by_handoffs, owner_conflict, ownership_conflict,
+                                        parse_duration, target_owner)
 
 
 # ---------------------------------------------------------------------- plan_window
@@ -510,6 +511,35 @@ def test_target_owner_against_a_model(writes, job, take):
     assert target_owner(ws, "/t/") == model
     conflict = ownership_conflict(ws, job=job, target="/t", take_over_from=take)
     assert conflict == (None if model in (None, job, take) else model)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 30), st.sampled_from(["p.1", "p.2", "p.3", "p.4"]),
+                          st.sampled_from([None, "p.1", "p.2", "p.3", "p.4"])), max_size=14))
+def test_the_owner_from_the_first_write_and_hand_offs_is_the_owner_of_every_write(writes):
+    """``owner_by_handoffs`` asks for the first write and one hand-off at a time (what the
+    store answers from its indexes) and finds the owner that walking every write finds."""
+    ws = [TargetWrite((o, i), j, "/t", k) for i, (o, j, k) in enumerate(writes)]
+    asked = []
+
+    def handoff(w):
+        asked.append(w)
+        return min((x for x in ws if x.order > w.order and x.job != w.job
+                    and x.take_over_from == w.job), key=lambda x: x.order, default=None)
+    first = min(ws, key=lambda x: x.order, default=None)
+    owner = owner_by_handoffs(first, handoff)
+    assert owner == target_owner(ws, "/t")
+    assert len(asked) <= 1 + sum(1 for x in ws if x.take_over_from is not None)
+    job = "p.2"
+    assert owner_conflict(owner, job=job, take_over_from="p.1") == \
+        ownership_conflict(ws, job=job, target="/t", take_over_from="p.1")
+
+
+def test_a_hand_off_that_is_none_is_refused_not_looped_on():
+    w = TargetWrite(1, "p.1", "/t")
+    with pytest.raises(ValueError, match="not a hand-off"):
+        owner_by_handoffs(w, lambda _: TargetWrite(2, "p.1", "/t", "p.1"))
+    assert owner_by_handoffs(None, lambda _: None) is None
 
 
 def test_parse_duration_and_normalize_target():

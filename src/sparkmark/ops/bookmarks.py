@@ -45,6 +45,24 @@ def path_pattern(glob: str) -> str:
     return "%" + like if glob.startswith("/") else "%/" + like
 
 
+#: the newest versions ``sparkmark bookmark history`` shows when given neither ``--limit`` nor
+#: ``--all``, per output (JSON: every version)
+HISTORY_LIMITS = {"table": 100}
+
+
+def history_limit(fmt: str, limit: int | None = None, every: bool = False) -> int | None:
+    """How many of the newest versions ``sparkmark bookmark history --format fmt`` shows:
+    ``limit`` when given, all with ``every`` (``--all``), else :data:`HISTORY_LIMITS`.
+
+    >>> history_limit("table"), history_limit("json"), history_limit("table", 5)
+    (100, None, 5)
+    """
+    from sparkmark.core.errors import ConfigError
+    if every and limit is not None:
+        raise ConfigError("give --limit N or --all, not both")
+    return None if every else limit if limit is not None else HISTORY_LIMITS.get(fmt)
+
+
 class Bookmarks:
     """Bookmark administration: the Python side of ``sparkmark bookmark ...``.
 

@@ -142,12 +142,17 @@ def bookmark_history(job: str = typer.Argument(..., help="Job name"),
                      format: str = typer.Option("table", "--format", "-f",
                                                 help="table or json"),
                      limit: Optional[int] = typer.Option(
-                         None, "--limit", help="Only the newest N versions (default: all)")
+                         None, "--limit", help="Only the newest N versions (default: 100 for "
+                                               "the table, all for json)"),
+                     every: bool = typer.Option(False, "--all", help="Every version")
                      ) -> None:
-    """List every version of a job's bookmark (--limit N: the newest N)."""
+    """List a job's bookmark versions, oldest first: the newest 100 in the table (--limit N,
+    --all for every version), every version as JSON."""
     def body() -> None:
+        from sparkmark.ops.bookmarks import history_limit
         _check_format(format, ("table", "json"))
-        rows = _bookmarks(create=False).history(job, last=limit)
+        last = history_limit(format, limit, every)
+        rows = _bookmarks(create=False).history(job, last=last)
         if format == "json":
             _echo_json(rows)
             return
@@ -161,6 +166,10 @@ def bookmark_history(job: str = typer.Argument(..., help="Job name"),
                       r["RunId"] or "", r["RewoundToRunId"] or "",
                       format_ts(r["CreatedTs"], "UTC") or "", ", ".join(sorted(r["JobBookmark"])))
         out.print(t)
+        older = rows[0]["Version"] if rows and last is not None and len(rows) == last else 0
+        if older:  # versions are numbered 0 (the empty one), 1, 2, ...: the older ones
+            out.print(f"({older} older version(s) not shown: the newest {len(rows)} are; "
+                      "--limit N for more, --all for every version)")
     _guard(body)
 
 
@@ -367,7 +376,7 @@ def files(job: str = typer.Argument(..., help="Job name"),
               None, "--path", help="Only paths matching this glob (* and ?; without a scheme "
                                    "it matches the end of the path, e.g. a file name)"),
           limit: Optional[int] = typer.Option(
-              None, "--limit", help="At most N rows (default: 1000 for the table, all for "
+              None, "--limit", help="At most N rows (default: 100 for the table, all for "
                                     "json and csv)"),
           format: str = typer.Option("table", "--format", "-f", help="table, json or csv")
           ) -> None:
@@ -376,7 +385,7 @@ def files(job: str = typer.Argument(..., help="Job name"),
         from sparkmark.ops.bookmarks import FILE_COLUMNS
         from sparkmark.core.clock import format_ts
         _check_format(format, ("table", "json", "csv"))
-        shown = limit if limit is not None else (1000 if format == "table" else None)
+        shown = limit if limit is not None else (100 if format == "table" else None)
         rows, total = _bookmarks(create=False).files_page(job, ctx=ctx, run_id=run_id,
                                                           path=path, limit=shown)
         for r in rows:  # times as ISO text (UTC) for people and files

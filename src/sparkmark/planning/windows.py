@@ -20,7 +20,7 @@ from __future__ import annotations
 import heapq
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta, timezone as dt_timezone
-from typing import AbstractSet, Any, Iterable, Mapping, Sequence
+from typing import AbstractSet, Any, Callable, Iterable, Mapping, Sequence
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from sparkmark.core.errors import PipelineError
@@ -464,6 +464,17 @@ def normalize_target(target: str) -> str:
     return posixpath.normpath(t) if t else t
 
 
+def target_key(pipeline: str, target: str) -> str:
+    """The key of a pipeline's target in the ledger (``sm_runs.target_key``): a 64-bit hash of
+    the pipeline's name and the target in one spelling (:func:`normalize_target`).
+
+    >>> target_key("p", "file:/t/") == target_key("p", "/t") != target_key("q", "/t")
+    True
+    """
+    from sparkmark.planning.bands import path_hash
+    return path_hash(f"{pipeline}\n{normalize_target(target)}")
+
+
 def target_owner(writes: Iterable[TargetWrite], target: str) -> str | None:
     """The job that owns ``target``: its first writer, handed on by each run that declared
     ``take_over_from`` the owner at the time.  ``None``: nobody wrote stamped output there."""
@@ -486,7 +497,43 @@ def ownership_conflict(writes: Iterable[TargetWrite], *, job: str, target: str,
     ...     w, job="p.2", target="/t/", take_over_from="p.1")
     ('p.1', None)
     """
-    owner = target_owner(writes, target)
+    return owner_conflict(target_owner(writes, target), job=job, take_over_from=take_over_from)
+
+
+def owner_conflict(owner: str | None, *, job: str, take_over_from: str | None = None
+                   ) -> str | None:
+    """``owner`` when it keeps ``job`` from writing its target, else ``None`` (nobody owns the
+    target, ``job`` does, or ``job`` declares it takes the target over from ``owner``).
+
+    >>> owner_conflict("p.1", job="p.2"), owner_conflict("p.1", job="p.2", take_over_from="p.1")
+    ('p.1', None)
+    """
     if owner is None or owner == job or owner == take_over_from:
         return None
     return owner
+
+
+def owner_by_handoffs(first: TargetWrite | None,
+                      handoff: Callable[[TargetWrite], TargetWrite | None]) -> str | None:
+    """:func:`target_owner` from two look-ups instead of every write: ``first``, the target's
+    first write (``None``: nobody wrote it), and ``handoff(w)``, the first write after ``w``
+    (in ``order``) by another job that declared ``take_over_from=w.job`` (``None``: none).
+    The owner changes only at those writes, so this asks ``handoff`` once per hand-off plus
+    once, whatever the number of writes.  ``handoff`` must answer writes later than ``w``
+    only (each answer a hand-off; else ``ValueError``).
+
+    >>> ws = [TargetWrite(1, "p.1", "/t"), TargetWrite(2, "p.2", "/t", "p.1")]
+    >>> owner_by_handoffs(ws[0], lambda w: next((x for x in ws if x.order > w.order
+    ...     and x.job != w.job and x.take_over_from == w.job), None))
+    'p.2'
+    """
+    w = first
+    if w is None:
+        return None
+    while True:
+        nxt = handoff(w)
+        if nxt is None:
+            return w.job
+        if nxt.job == w.job or nxt.take_over_from != w.job:  # it would loop forever
+            raise ValueError(f"not a hand-off of {w}: {nxt}")
+        w = nxt

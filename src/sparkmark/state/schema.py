@@ -11,6 +11,15 @@ Schema history:
   4. index ix_sm_runs_status (job_name, status), so that a run's begin can tell in a few index
      lookups, however long the job's history, whether a ledger row holds a status sparkmark
      does not know (edited by hand) and refuse to start.
+  5. what a pipeline run plans from, in index lookups however long the ledger: ix_sm_runs_status
+     gains run_number (descending), run_start_ts and attempt (a module's latest committed run
+     is the first entry of a range, not a sort of all its runs); sm_runs gains target_key (the
+     module's pipeline and target, hashed) and take_over_from, filled from each pipeline run's
+     config on upgrade, with indexes ix_sm_runs_target and ix_sm_runs_takeover, so that a
+     target's owner is found from its first committed write and each hand-off, not by parsing
+     the config of every committed run of the pipeline; ix_sm_runs_start and
+     ix_sm_runs_pipeline, so that the report's newest runs (of the store, of a pipeline) are
+     the end of an index range, not a sort of every run.
 
 To change the schema: bump ``SCHEMA_VERSION`` and add a function to ``UPGRADES`` that takes a
 connection at version N-1 to N.  ``ensure_schema`` applies the missing steps in one transaction
@@ -22,11 +31,11 @@ import json
 from typing import Callable
 
 from sqlalchemy import (BigInteger, Column, Connection, Index, Integer, MetaData, String, Table,
-                        Text, inspect, select)
+                        Text, bindparam, inspect, select)
 
 from sparkmark.planning.bands import path_hash
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 metadata = MetaData()
 
@@ -95,14 +104,29 @@ runs = Table(
     Column("publish_state", String(16)),                # None | pending | done | discarded
     Column("host", String(255)),
     Column("pid", Integer),
+    # a pipeline module's run: path_hash of its pipeline and target (planning.windows.target_key)
+    # and the job it declared it takes that target over from (schema 5, from config.pipeline)
+    Column("target_key", String(16)),
+    Column("take_over_from", String(255)),
     Index("ix_sm_runs_job", "job_name", "run_start_ts"),
     Index("ix_sm_runs_module", "pipeline", "module_id", "run_start_ts"),
     # every init looks up its job's runs with output still to publish or discard (schema 3:
     # without it that scanned all the job's runs, 21 ms at 50,000)
     Index("ix_sm_runs_publish", "job_name", "publish_state"),
-    # every begin checks that no row of its job has a status sparkmark does not know (schema 4)
-    Index("ix_sm_runs_status", "job_name", "status"),
+    # a target's first committed write, and each hand-off of it (schema 5): in write order
+    Index("ix_sm_runs_target", "target_key", "status", "run_start_ts", "run_number", "job_name"),
+    Index("ix_sm_runs_takeover", "target_key", "take_over_from", "status", "run_start_ts",
+          "run_number", "job_name"),
+    # the report's newest runs, of the whole store or of one pipeline (schema 5): the end of an
+    # index range, not a sort of every row
+    Index("ix_sm_runs_start", "run_start_ts"),
+    Index("ix_sm_runs_pipeline", "pipeline", "run_start_ts"),
 )
+# Every begin checks that no row of its job has a status sparkmark does not know (schema 4); a
+# pipeline run's planning reads each module's latest committed run, the first of equal numbers
+# to start: the first entry of the (job, status) range in this order (schema 5).
+Index("ix_sm_runs_status", runs.c.job_name, runs.c.status, runs.c.run_number.desc(),
+      runs.c.run_start_ts, runs.c.attempt)
 
 # The per-file audit: one row per file a committed run read, written in the commit's own
 # transaction (a read of 100,000 files or more: ahead of it, counted only once the run commits,
@@ -181,10 +205,55 @@ def _add_status_index(conn: Connection) -> None:
     next(ix for ix in runs.indexes if ix.name == "ix_sm_runs_status").create(conn, checkfirst=True)
 
 
+def pipeline_write(config: str | None) -> tuple[str | None, str | None]:
+    """``(target_key, take_over_from)`` of a pipeline module run from its ``config`` JSON
+    (``sm_runs.config``), as ``begin_run`` stores them; ``(None, None)`` for a plain job's run
+    or a config that is missing, malformed or names no target.
+
+    >>> pipeline_write('{"pipeline": {"name": "p", "target": "/t/", "take_over_from": "p.1"}}')
+    ('7fdcf1c77c0986b5', 'p.1')
+    """
+    from sparkmark.planning.windows import target_key
+    try:
+        cfg = json.loads(config or "{}").get("pipeline") or {}
+        name, target, tof = cfg.get("name"), cfg.get("target"), cfg.get("take_over_from")
+    except (TypeError, ValueError, AttributeError):
+        return None, None
+    if not isinstance(name, str) or not isinstance(target, str) or not target:
+        return None, None
+    return target_key(name, target), tof if isinstance(tof, str) else None
+
+
+def _add_pipeline_write_columns(conn: Connection) -> None:
+    """sm_runs.target_key and take_over_from, filled from every pipeline run's config; the
+    indexes a pipeline run plans with (ix_sm_runs_status gains run_number, descending)."""
+    have = {c["name"] for c in inspect(conn).get_columns("sm_runs")}
+    for name, kind in (("target_key", "VARCHAR(16)"), ("take_over_from", "VARCHAR(255)")):
+        if name not in have:  # a store set back to an older version by hand may have them
+            conn.exec_driver_sql(f"ALTER TABLE sm_runs ADD COLUMN {name} {kind}")
+    conn.exec_driver_sql("DROP INDEX IF EXISTS ix_sm_runs_status")
+    for ix in runs.indexes:
+        if ix.name in ("ix_sm_runs_status", "ix_sm_runs_target", "ix_sm_runs_takeover",
+                       "ix_sm_runs_start", "ix_sm_runs_pipeline"):
+            ix.create(conn, checkfirst=True)
+    q = (select(runs.c.run_id, runs.c.config)
+         .where(runs.c.pipeline.isnot(None), runs.c.config.isnot(None)))
+    batch: list[dict[str, str | None]] = []
+    update = (runs.update().where(runs.c.run_id == bindparam("b_run"))
+              .values(target_key=bindparam("b_key"), take_over_from=bindparam("b_tof")))
+    for run_id, config in conn.execute(q).fetchall():
+        key, tof = pipeline_write(config)
+        if key is not None:
+            batch.append({"b_run": run_id, "b_key": key, "b_tof": tof})
+    for i in range(0, len(batch), 5_000):
+        conn.execute(update, batch[i:i + 5_000])
+
+
 UPGRADES: dict[int, Callable[[Connection], None]] = {
     2: _add_files_table,
     3: _add_targets_table,
     4: _add_status_index,
+    5: _add_pipeline_write_columns,
 }
 
 

@@ -23,8 +23,8 @@ from sparkmark.lifecycle.pipeline.declaring import (OUTPUT_CTX, PIPELINE_RUN_ID_
                                                     module_config, order, parse_module_id,
                                                     split_values)
 from sparkmark.lifecycle.pipeline.windows import check_ownership, module_progress, plan_run
-from sparkmark.planning.windows import (EMPTY, FAILED, NO_PROGRESS, ROLLED_BACK, SKIP, SKIPPED,
-                                        Step, SUCCEEDED, Window, select_modules)
+from sparkmark.planning.windows import (EMPTY, FAILED, NO_PROGRESS, SKIP, SKIPPED, Step,
+                                        SUCCEEDED, Window, select_modules, target_key)
 from sparkmark.state import StateStore
 from sparkmark.state.lease import host_name, lease_is_alive, this_host
 from sparkmark.state.ledger import run_markers
@@ -148,11 +148,12 @@ def finish_removals(spark: "SparkSession", store: StateStore, pipeline: str,
                     rows: list[dict[str, Any]] | None = None) -> None:
     """Delete the output of rolled-back runs whose removal did not finish (crash-safe).
 
-    Example: ``finish_removals(spark, p.store, p.name)`` (every ROLLED_BACK run of the pipeline)
+    Example: ``finish_removals(spark, p.store, p.name)`` (the pipeline's ROLLED_BACK runs still
+    marked ``removing``: an index lookup a module, however many runs were rolled back before)
     """
     from sparkmark.sinks.rollback import finish_removals as finish
     if rows is None:
-        rows = store.list_runs(pipeline=pipeline, statuses=(ROLLED_BACK,))
+        rows = store.removals_left(pipeline)
     finish(spark, store, rows)
 
 
@@ -217,7 +218,9 @@ def run_module(spark: "SparkSession", store: StateStore, clock: Clock, m: Module
     job = Job(spark, state=store, clock=clock)
     ledger = {"pipeline": pipeline, "pipeline_run_id": pipeline_run_id, "module_id": m.id,
               "module_name": m.name, "layer": m.layer, "from_ts": w.from_ts,
-              "until_ts": w.until_ts if step.action != SKIP else None}
+              "until_ts": w.until_ts if step.action != SKIP else None,
+              # what the target's owner is found by (target_owner_in), indexed
+              "target_key": target_key(pipeline, m.target), "take_over_from": m.take_over_from}
     config = module_config(m, pipeline=pipeline, timezone=timezone,
                            max_days_to_load=max_days_to_load, primordial_date=primordial_date,
                            primordial_ts=primordial, action=step.action,

@@ -19,7 +19,8 @@ from sparkmark.core.errors import PipelineError
 from sparkmark.lifecycle.pipeline.declaring import Module, job_name
 from sparkmark.planning.windows import (DAY_MS, PROGRESS_STATUSES, LedgerRun, RunPlanner,
                                         TargetWrite, module_start, normalize_target,
-                                        ownership_conflict, primordial_start)
+                                        owner_by_handoffs, owner_conflict, primordial_start,
+                                        target_key, target_owner)
 from sparkmark.state import StateStore
 
 
@@ -62,14 +63,15 @@ def check_ownership(store: StateStore, pipeline: str, modules: Mapping[int, Modu
 
     Example: ``check_ownership(p.store, p.name, p.modules, [1004, 2010])``
     """
-    rows = store.list_runs(pipeline=pipeline, statuses=PROGRESS_STATUSES,
-                           columns=_WRITE_COLUMNS)
-    writes = _target_writes(rows)
+    owners: dict[str, str | None] = {}
     problems = []
     for mid in sorted(module_ids):
         m = modules[mid]
-        owner = ownership_conflict(writes, job=job_name(pipeline, mid), target=m.target,
-                                   take_over_from=m.take_over_from)
+        target = normalize_target(m.target)
+        if target not in owners:
+            owners[target] = target_owner_in(store, pipeline, m.target)
+        owner = owner_conflict(owners[target], job=job_name(pipeline, mid),
+                               take_over_from=m.take_over_from)
         if owner is not None:
             problems.append(
                 f"target {m.target} of module {mid} ({m.name}) belongs to job {owner!r}, "
@@ -79,6 +81,39 @@ def check_ownership(store: StateStore, pipeline: str, modules: Mapping[int, Modu
                 "(its window carries over)")
     if problems:
         raise PipelineError("; ".join(problems) + ". Nothing was run.")
+
+
+def target_owner_in(store: StateStore, pipeline: str, target: str) -> str | None:
+    """The job that owns ``target`` among ``pipeline``'s committed module runs
+    (:func:`~sparkmark.planning.windows.target_owner`), from the target's first write and one
+    look-up per hand-off (:meth:`StateStore.first_target_write`,
+    :meth:`StateStore.target_handoff`), however long the ledger.  A run
+    that the key matches but is not of this pipeline and target (a hash collision) makes it
+    read every committed run of the pipeline instead.
+
+    Example: ``target_owner_in(p.store, p.name, "data/bronze/audit_log")  # 'overwatch.1004'``
+    """
+    key, wanted = target_key(pipeline, target), normalize_target(target)
+
+    def write(r: dict[str, Any] | None) -> TargetWrite | None:
+        if r is None:
+            return None
+        w = _target_write(r)
+        if w is None or w.target != wanted or r["pipeline"] != pipeline:
+            raise _Collision
+        return w
+
+    try:
+        return owner_by_handoffs(write(store.first_target_write(key)), lambda w: write(
+            store.target_handoff(key, w.job, w.order)))
+    except _Collision:
+        rows = store.list_runs(pipeline=pipeline, statuses=PROGRESS_STATUSES,
+                               columns=_WRITE_COLUMNS)
+        return target_owner(_target_writes(rows), target)
+
+
+class _Collision(Exception):
+    """Another pipeline's or target's run has the same target key."""
 
 
 def plan_run(graph: dict[int, tuple[int, ...]], progress: dict[int, int | None],
@@ -97,21 +132,23 @@ def plan_run(graph: dict[int, tuple[int, ...]], progress: dict[int, int | None],
 
 
 #: the ledger fields :func:`_target_writes` reads
-_WRITE_COLUMNS = ("run_start_ts", "run_number", "job_name", "status", "config")
+_WRITE_COLUMNS = ("run_start_ts", "run_number", "job_name", "status", "config", "pipeline")
+
+
+def _target_write(r: dict[str, Any]) -> TargetWrite | None:
+    """A committed module run as a write into its target (``None``: it names no target)."""
+    if r["status"] not in PROGRESS_STATUSES:
+        return None
+    try:
+        cfg = json.loads(r.get("config") or "{}").get("pipeline") or {}
+    except (ValueError, AttributeError):
+        return None
+    if not cfg.get("target"):
+        return None
+    return TargetWrite((r.get("run_start_ts") or 0, r["run_number"], r["job_name"]),
+                       r["job_name"], normalize_target(cfg["target"]), cfg.get("take_over_from"))
 
 
 def _target_writes(rows: list[dict[str, Any]]) -> list[TargetWrite]:
     """The committed module runs of a ledger, as writes into their targets."""
-    out = []
-    for r in rows:
-        if r["status"] not in PROGRESS_STATUSES:
-            continue
-        try:
-            cfg = json.loads(r.get("config") or "{}").get("pipeline") or {}
-        except (ValueError, AttributeError):
-            continue
-        if cfg.get("target"):
-            out.append(TargetWrite((r.get("run_start_ts") or 0, r["run_number"]),
-                                   r["job_name"], normalize_target(cfg["target"]),
-                                   cfg.get("take_over_from")))
-    return out
+    return [w for w in map(_target_write, rows) if w is not None]
