@@ -49,7 +49,7 @@ def delta(tmp_path_factory):
             return
         _unavailable("a Spark session without Delta is already running in this process; run "
                      "this module in a pytest process of its own (make test-delta)")
-    conf = delta_session_conf(jars=jars)
+    conf = delta_session_conf(jars=jars, snapshot_partitions=2)
     conf["spark.sql.warehouse.dir"] = str(tmp_path_factory.mktemp("delta-wh"))
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     spark = local_session("sparkmark-delta-source-tests", extra_conf=conf)

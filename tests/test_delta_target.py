@@ -59,7 +59,7 @@ def delta(tmp_path_factory):
             return
         _unavailable("a Spark session without Delta is already running in this process; run "
                      "this module in a pytest process of its own (make test-delta)")
-    conf = delta_session_conf(jars=jars)
+    conf = delta_session_conf(jars=jars, snapshot_partitions=2)
     conf["spark.sql.warehouse.dir"] = str(tmp_path_factory.mktemp("delta-wh"))
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     spark = local_session("sparkmark-delta-target", extra_conf=conf)
@@ -263,7 +263,7 @@ DRIVER = textwrap.dedent("""
         sink._committed = die
     elif point == "after_commit":  # the state store committed; the publish never ran
         publish.publish_outputs = die
-    conf = dict(delta_session_conf(jars=delta_jars(fetch=False)))
+    conf = dict(delta_session_conf(jars=delta_jars(fetch=False), snapshot_partitions=2))
     conf["spark.sql.warehouse.dir"] = wh
     spark = local_session("sparkmark-delta-crash", extra_conf=conf)
     job = Job(spark, state=state, clock=lambda: int(now)).init("%s", {"job_bookmark_option":

@@ -28,13 +28,22 @@ def delta_jars(*, fetch: bool = True) -> list[str]:
     return jars_for(["delta"], fetch_missing=fetch)
 
 
-def delta_session_conf(*, jars: list[str] | None = None) -> dict[str, str]:
+def delta_session_conf(*, jars: list[str] | None = None,
+                       snapshot_partitions: int | None = None) -> dict[str, str]:
     """Spark settings for Delta tables: the jars, Delta's SQL extensions and its catalog.
 
-    Example: ``local_session(extra_conf=delta_session_conf())``
+    ``snapshot_partitions``: Delta's ``spark.databricks.delta.snapshotPartitions`` (50 by
+    default: the shuffle that rebuilds a table's state from its log).  The tests give 2: on
+    small tables in local mode that makes each commit and each ``DESCRIBE DETAIL`` 2-3 times
+    faster (12 appends, each followed by DESCRIBE DETAIL and HISTORY: 41 s against 110 s).
+
+    Example: ``local_session(extra_conf=delta_session_conf(snapshot_partitions=2))``
     """
-    return {
+    conf = {
         "spark.jars": ",".join(delta_jars() if jars is None else jars),
         "spark.sql.extensions": EXTENSIONS,
         "spark.sql.catalog.spark_catalog": CATALOG,
     }
+    if snapshot_partitions is not None:
+        conf["spark.databricks.delta.snapshotPartitions"] = str(int(snapshot_partitions))
+    return conf

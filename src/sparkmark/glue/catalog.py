@@ -27,14 +27,10 @@ The top-level ``connections`` section holds Glue connections for ``extract_jdbc_
     {"connections": {"pg-prod": {"url": "jdbc:postgresql://db:5432/hr", "user": "etl",
                                  "password_env": "PG_PASSWORD"}}}
 
-An Iceberg entry names a table of a Spark catalog configured as
-``org.apache.iceberg.spark.SparkCatalog``: ``{"db.orders": {"format": "iceberg", "table":
-"local.db.orders"}}`` (optional ``options``: the source's, e.g. ``onNonAppend``).  An Iceberg
-table found in the Spark catalog itself (``DESCRIBE TABLE EXTENDED`` says ``Provider:
-iceberg``; e.g. with ``spark.sql.defaultCatalog`` set to the Iceberg catalog) needs no entry.
-A Delta Lake entry names its table or its location: ``{"db.events": {"format": "delta",
-"path": "s3://lake/events"}}`` or ``{"format": "delta", "table": "lake.events"}``; a table whose
-Spark catalog provider is ``delta`` needs no entry.
+Table formats: ``{"format": "iceberg", "table": "local.db.orders"}`` (a table of an Iceberg
+``SparkCatalog``), ``{"format": "delta", "path": "s3://lake/events"}`` or ``{"format":
+"delta", "table": "lake.events"}``; optional ``options`` (the source's, e.g. ``onNonAppend``).
+A table whose Spark catalog provider is ``iceberg`` or ``delta`` needs no entry.
 
 (Glue's property names ``JDBC_CONNECTION_URL``, ``USERNAME``, ``PASSWORD`` work too.)
 """
@@ -47,6 +43,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from sparkmark.core.errors import ConfigError, SourceError
 from sparkmark.glue._common import as_options, load_mapping_file
+from sparkmark.glue.hive import hive_files, storage_properties as _storage_properties
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -216,10 +213,9 @@ def parse_entry(name: str, entry: Any, source: str, base_dir: str | None = None,
         raise ConfigError(f"{where} must be an object with path/format or url/table, not "
                           f"{type(entry).__name__}")
     entry = dict(entry)
-    if str(entry.get("format") or "").strip().lower() == "iceberg":
-        return _iceberg_entry(name, entry, source, where)
-    if str(entry.get("format") or "").strip().lower() == "delta":
-        return _delta_entry(name, entry, source, where)
+    table_format = str(entry.get("format") or "").strip().lower()
+    if table_format in ("iceberg", "delta"):
+        return _table_entry(name, entry, source, where, table_format)
     columns = _columns(where, entry.get("columns"))
     if "connection" in entry:
         conn_name = entry["connection"]
@@ -280,44 +276,32 @@ def parse_entry(name: str, entry: Any, source: str, base_dir: str | None = None,
                         columns=columns)
 
 
-def _iceberg_entry(name: str, entry: dict[str, Any], source: str, where: str) -> CatalogTable:
-    """``{"format": "iceberg", "table": "local.db.orders"}``: an Apache Iceberg table of a
-    Spark catalog (bookmarked by snapshot, written by write-audit-publish)."""
-    unknown = sorted(set(entry) - set(ICEBERG_KEYS))
+def _table_entry(name: str, entry: dict[str, Any], source: str, where: str,
+                 kind: str) -> CatalogTable:
+    """``{"format": "iceberg", "table": "local.db.orders"}`` (a table of an Iceberg catalog)
+    or ``{"format": "delta", "path": "s3://lake/events"}`` / ``{"format": "delta", "table":
+    "lake.events"}``: bookmarked by snapshot or version, written exactly once."""
+    label, a, keys = ("Iceberg", "an", ICEBERG_KEYS) if kind == "iceberg" else \
+        ("Delta", "a", DELTA_KEYS)
+    unknown = sorted(set(entry) - set(keys))
     if unknown:
-        raise ConfigError(f"{where}: unknown key(s) {unknown} for an Iceberg table; use "
-                          f"{', '.join(ICEBERG_KEYS)}")
-    table = entry.get("table")
-    if not isinstance(table, str) or not _TABLE_NAME.fullmatch(table.strip()):
-        raise ConfigError(f"{where}: an Iceberg entry needs 'table', the table's name in a "
-                          f"Spark catalog such as local.db.orders (got {table!r})")
-    return CatalogTable(name=name, kind="iceberg", source=source, table=table.strip(),
-                        options=as_options(entry.get("options"), f"{where}: options"),
-                        detail="an Apache Iceberg table")
-
-
-def _delta_entry(name: str, entry: dict[str, Any], source: str, where: str) -> CatalogTable:
-    """``{"format": "delta", "path": "s3://lake/events"}`` or ``{"format": "delta", "table":
-    "lake.events"}``: a Delta Lake table (bookmarked by version, appended to once a run)."""
-    unknown = sorted(set(entry) - set(DELTA_KEYS))
-    if unknown:
-        raise ConfigError(f"{where}: unknown key(s) {unknown} for a Delta table; use "
-                          f"{', '.join(DELTA_KEYS)}")
+        raise ConfigError(f"{where}: unknown key(s) {unknown} for {a} {label} table; use "
+                          f"{', '.join(keys)}")
     table, path = entry.get("table"), entry.get("path")
-    if (table is None) == (path is None):
+    if kind == "delta" and (table is None) == (path is None):
         raise ConfigError(f"{where}: a Delta entry needs one of 'table' (its name in a Spark "
                           "catalog, such as lake.events) or 'path' (its location)")
-    if table is not None and (not isinstance(table, str)
-                              or not _TABLE_NAME.fullmatch(table.strip())):
-        raise ConfigError(f"{where}: 'table' must be a table name such as lake.events "
-                          f"(got {table!r})")
     if path is not None and (not isinstance(path, str) or not path.strip()):
         raise ConfigError(f"{where}: 'path' must be the Delta table's location (got {path!r})")
-    return CatalogTable(name=name, kind="delta", source=source,
-                        table=table.strip() if table is not None else None,
-                        paths=(path.strip(),) if path is not None else (),
+    if path is None and (not isinstance(table, str) or not _TABLE_NAME.fullmatch(table.strip())):
+        raise ConfigError(f"{where}: {a} {label} entry needs 'table', the table's name in a "
+                          f"Spark catalog such as local.db.orders (got {table!r})")
+    return CatalogTable(name=name, kind=kind, source=source,
+                        table=table.strip() if isinstance(table, str) else None,
+                        paths=(path.strip(),) if isinstance(path, str) else (),
                         options=as_options(entry.get("options"), f"{where}: options"),
-                        detail="a Delta Lake table")
+                        detail="an Apache Iceberg table" if kind == "iceberg"
+                        else "a Delta Lake table")
 
 
 def find_in_mapping(data: Mapping[str, Any], name: str) -> Any:
@@ -373,60 +357,6 @@ def _spark_table(spark: "SparkSession", database: str, table: str) -> CatalogTab
 
 #: ``CatalogTable.detail`` of a Hive table read as its files
 HIVE_TABLE = "a Hive table"
-
-
-def hive_files(info: Mapping[str, Any]) -> tuple[str, dict[str, str]] | None:
-    """The file format and Spark reader options of a Hive table (a Glue crawler's, say) from
-    ``DESCRIBE TABLE EXTENDED``'s ``Serde Library``, ``InputFormat``, ``Storage Properties``
-    and ``Table Properties``; None for a SerDe sparkmark cannot read as files.  Delimited text
-    (``LazySimpleSerDe``) is CSV with the table's delimiter and no quoting; ``OpenCSVSerde`` is
-    CSV with its separator, quote and escape; ``skip.header.line.count=1`` is a header line.
-
-    >>> hive_files({"Serde Library": "org.apache.hadoop.hive.serde2.lazy.LazySimpleSerDe",
-    ...             "InputFormat": "org.apache.hadoop.mapred.TextInputFormat",
-    ...             "Storage Properties": "[serialization.format=,, field.delim=,]",
-    ...             "Table Properties": "[skip.header.line.count=1]"})
-    ('csv', {'sep': ',', 'quote': '', 'header': 'true'})
-    >>> hive_files({"Serde Library": "org.openx.data.jsonserde.JsonSerDe"})
-    ('json', {})
-    >>> hive_files({"Serde Library": "com.example.MySerDe"}) is None
-    True
-    """
-    serde = str(info.get("Serde Library") or "").lower()
-    input_format = str(info.get("InputFormat") or "").lower()
-    storage = _storage_properties(info.get("Storage Properties"))
-    table_props = _storage_properties(info.get("Table Properties"))
-    header = {"header": "true"} if table_props.get("skip.header.line.count") == "1" else {}
-    for word in ("parquet", "orc", "avro"):
-        if word in serde or word in input_format:
-            return word, {}
-    if "jsonserde" in serde:
-        return "json", {}
-    if serde.endswith(".opencsvserde"):
-        opts = {"sep": storage.get("separatorChar", ","), "quote": storage.get("quoteChar", '"'),
-                "escape": storage.get("escapeChar", "\\")}
-        return "csv", {**opts, **header}
-    if serde.endswith(".lazysimpleserde") and "textinputformat" in input_format:
-        sep = storage.get("field.delim") or storage.get("serialization.format") or "\x01"
-        opts = {"sep": "\x01" if sep == "1" else sep, "quote": ""}
-        if storage.get("escape.delim"):
-            opts["escape"] = storage["escape.delim"]
-        return "csv", {**opts, **header}
-    return None
-
-
-def _storage_properties(text: Any) -> dict[str, str]:
-    """``[header=true, sep=;]`` -> ``{"header": "true", "sep": ";"}``."""
-    text = str(text or "").strip()
-    if not (text.startswith("[") and text.endswith("]")):
-        return {}
-    out = {}
-    for part in text[1:-1].split(", "):
-        if "=" in part:
-            k, v = part.split("=", 1)
-            if k.strip().lower() not in ("path", "paths"):  # the location is read separately
-                out[k.strip()] = v
-    return out
 
 
 def lookup(spark: "SparkSession", database: Any, table_name: Any,
