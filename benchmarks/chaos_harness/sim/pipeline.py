@@ -111,4 +111,4 @@ def check(world: World) -> list[str]:
 
 
 KIND = JobKind("pipeline", pipeline_job, {"operator_rollback": operator_rollback}, recovered,
-               check, (IN, BRONZE_OUT, SILVER_OUT))
+               check, (IN, BRONZE_OUT, SILVER_OUT), race_delay=200)

@@ -394,7 +394,8 @@ class JobKind:
     """What a schedule of one job kind runs and checks: ``program`` (one driver's run),
     ``operators`` (the operator's moves between episodes, by fault name), ``recovered``
     (after a clean run: it found nothing new), ``check`` (the model), ``dirs`` (the folders
-    that exist at the start)."""
+    that exist at the start), ``race_delay`` (a racing second driver starts up to this many
+    of its yield points after the first: about the length of one clean run)."""
 
     name: str
     program: Callable[[World], None]
@@ -402,6 +403,7 @@ class JobKind:
     recovered: Callable[[World], bool]
     check: Callable[[World], list[str]]
     dirs: tuple[str, ...]
+    race_delay: int = 80
 
 
 def _files_recovered(world: World) -> bool:
@@ -472,7 +474,7 @@ def run_schedule(seed: int, workdir: str, opts: Options | None = None,
                 racers = 2 if (opts.faults_on and world.rng.random() < opts.race
                                and world.allow("racing_driver")) else 1
                 world.run_drivers([(f"e{ep}d0", kind.program)] + [
-                    (f"e{ep}d{i}", later(world.rng.randint(0, 80), kind.program))
+                    (f"e{ep}d{i}", later(world.rng.randint(0, kind.race_delay), kind.program))
                     for i in range(1, racers)])
                 world.committed.update(r["run_id"] for r in ledger(world)
                                        if r["status"] == "SUCCEEDED")
