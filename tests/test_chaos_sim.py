@@ -167,8 +167,10 @@ def test_zombie_staging_is_swept():
     """A finding of the simulation, fixed: a run stalled past its lease went on writing its
     staging after the racer's takeover discarded it, then died; its files stayed under
     ``_sparkmark_staging``. The next publish to the target now sweeps the staging of runs the
-    ledger has discarded (failed before the fix: 'staged output left')."""
-    assert sim_cli.replay(json.dumps({"seed": 1000148, "keep": [1, 2, 3, 4, 5, 6]})).problems == []
+    ledger has discarded (failed before the fix: 'staged output left'; checked again with the
+    files kind's operator moves added: without ``_sweep_settled`` it still fails so)."""
+    assert sim_cli.replay(json.dumps({"seed": 1000148, "keep": [1, 2, 3, 4, 5, 6],
+                                      "job": "files"})).problems == []
 
 
 def test_register_scheme_serves_only_its_scheme():
@@ -181,3 +183,14 @@ def test_register_scheme_serves_only_its_scheme():
     finally:
         register_scheme("simtest", None)
     assert isinstance(file_system(None, "file:/tmp"), ArrowFS)
+
+
+@pytest.mark.xfail(strict=True, reason="a finding of the pipeline simulation, not fixed yet: "
+                   "Pipeline.run gates on live leases once, at its start; a second run that "
+                   "starts while the first is between two modules plans the same windows")
+def test_overlapping_pipeline_runs(tmp_path):
+    """Two ``p.run()`` of one pipeline overlapping (the second starts between the first's
+    bronze and silver module runs): both silver runs commit, their windows overlap, and
+    silver holds the rows of the first run's bronze twice."""
+    sim_pipeline = load_chaos("sim.pipeline")
+    assert sim_pipeline.overlapping_runs(str(tmp_path)) == []

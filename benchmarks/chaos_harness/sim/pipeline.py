@@ -18,8 +18,8 @@ from sparkmark import Pipeline
 from sparkmark.core.errors import PipelineError
 from sparkmark.planning.windows import parse_time
 
-from chaos_harness.sim.run import (IN, JobKind, SimStore, World, check_committed, check_target,
-                                   ledger)
+from chaos_harness.sim.run import (IN, KINDS, JobKind, SimStore, World, check_committed,
+                                   check_target, ledger)
 
 NAME = "sim"
 BRONZE, SILVER = 1, 2
@@ -112,3 +112,44 @@ def check(world: World) -> list[str]:
 
 KIND = JobKind("pipeline", pipeline_job, {"operator_rollback": operator_rollback}, recovered,
                check, (IN, BRONZE_OUT, SILVER_OUT), race_delay=200)
+KINDS[KIND.name] = KIND
+
+
+def overlapping_runs(workdir: str) -> list[str]:
+    """A directed scenario (no scheduler, no faults): ``p.run()`` B starts while run A is
+    between its two modules (bronze committed, silver not begun: no module holds a lease, so
+    B's gate lets it in), and runs both modules; then A's silver runs the window A planned
+    before B.  Returns the model's problems (silver's rows of A's bronze run twice, and two
+    counted silver windows overlapping, while the product lets both commit)."""
+    from chaos_harness.sim import engine as sim_engine
+    from chaos_harness.sim.run import LEASE_MS, add_input, simulated
+
+    world = World(1, workdir)
+    world.job = "pipeline"  # type: ignore[attr-defined]
+    world.file_seq = world.record_seq = 0  # type: ignore[attr-defined]
+    world.vanished, world.changed, world.committed = set(), {}, set()  # type: ignore
+    world.bounded = 1000  # type: ignore[attr-defined]
+    world.state_url = f"sqlite:///{workdir}/overlap.db"  # type: ignore[attr-defined]
+    with simulated(world):
+        world.spark = sim_engine.SimSpark(world)  # type: ignore[attr-defined]
+        world.store = SimStore(world.state_url)  # type: ignore[attr-defined]
+        world.dirs.update(KIND.dirs)
+        try:
+            add_input(world, 2)
+            world.now += LEASE_MS
+            build(world).run()
+            add_input(world, 2)
+            world.now += LEASE_MS
+
+            def between(k: int, _n: int, _m: Any, _w: Any, result: Any) -> None:
+                if k == 2 and result is None and not world.trace.count("B ran"):
+                    world.now += 60_000
+                    build(world).run()
+                    world.note("B ran")
+            build(world).run(progress=between)
+            world.now += LEASE_MS
+            build(world).run()
+            return check(world)
+        finally:
+            world.close()
+            world.store.engine.dispose()  # type: ignore[attr-defined]
