@@ -91,8 +91,8 @@ def test_same_seed_same_trace_in_another_process():
 
 
 #: a pipeline schedule (``--jobs pipeline``) with racing drivers, stalls and two operator
-#: rollbacks (one of silver, one of both modules), all faults kept
-PIPELINE_REPLAY = {"seed": 7, "job": "pipeline"}
+#: rollbacks of both modules, all faults kept
+PIPELINE_REPLAY = {"seed": 13, "job": "pipeline"}
 
 
 def test_pipeline_schedule_with_rollbacks_holds():
