@@ -210,8 +210,12 @@ def operator_plain_reset(world: World) -> None:
 
     Its model: the bookmark goes back to run R (or the start) and the target keeps its rows,
     so the records read after R may legitimately be read, and written, once more.  Every
-    record of the input now that is not in the target as a row of R or an earlier run is
-    *re-opened*: allowed one more copy (:func:`check_target`).  Nothing may go missing."""
+    record of the input now that is not in the target as a row of R or of a run between the
+    operator's previous move and R (an earlier move set the bookmark back: the reads before
+    it are not in R's bookmark) is *re-opened*: allowed one more copy
+    (:func:`check_target`); so is every record of a file
+    appended to in place (R's bookmark holds the file's older mtime, so the file reads as
+    modified again: ``onModified=reprocess`` once more).  Nothing may go missing."""
     runs = ledger(world)
     done = [r["run_id"] for r in runs if r["status"] == "SUCCEEDED"]
     to = world.op_target(done)
@@ -219,10 +223,12 @@ def operator_plain_reset(world: World) -> None:
     upto = set()
     if to is not None:
         ids = [r["run_id"] for r in runs]
-        upto = set(ids[:ids.index(to) + 1])
+        at = ids.index(to)
+        since = max([m for m in world.op_marks if m <= at], default=0)
+        upto = set(ids[since:at + 1])
     kept = {r["id"] for r in target_rows(world, OUT) if r.get("sm_run_id") in upto}
     for i in input_records(world):
-        if i not in kept:
+        if i not in kept or i in world.changed:
             world.reopened[i] = world.reopened.get(i, 0) + 1
     Bookmarks(SimStore(world.state_url), clock=world.clock).reset(JOB, run_id=to)
 
@@ -444,6 +450,7 @@ def run_schedule(seed: int, workdir: str, opts: Options | None = None,
     world.reopened = {}  # type: ignore[attr-defined]  # record id -> operator re-openings
     world.skippable = set()  # type: ignore[attr-defined]  # records a bookmark set skipped
     world.committed = set()  # type: ignore[attr-defined]
+    world.op_marks = []  # type: ignore[attr-defined]  # ledger length at each operator move
     world.rolled_back = set()  # type: ignore[attr-defined]
     world.bounded = world.rng.choice([2, 3, 1000])  # type: ignore[attr-defined]
     world.op_target = lambda runs: (  # type: ignore[attr-defined]
@@ -482,6 +489,7 @@ def run_schedule(seed: int, workdir: str, opts: Options | None = None,
                 if opts.operator and world.rng.random() < opts.operator:
                     op = world.rng.choice(sorted(kind.operators))
                     if world.allow(op):
+                        world.op_marks.append(len(ledger(world)))
                         world.run_drivers([(f"e{ep}op", kind.operators[op])])
                         world.now += LEASE_MS + 1
                         undone = {r["run_id"] for r in ledger(world)
