@@ -33,18 +33,20 @@ planted = load_chaos("sim.planted")
 
 #: schedules found by ``chaos.py --simulate --planted --seed 1`` (shrunk): each catches its bug
 CATCHES = {
-    "publish_before_commit": json.dumps({"seed": 1000000, "keep": [1],
-                                         "planted": "publish_before_commit"}),
-    "skip_recovery": json.dumps({"seed": 1000002, "keep": [2, 3, 4, 6, 11, 12],
-                                 "planted": "skip_recovery"}),
-    "no_lost_answer_fix": json.dumps({"seed": 1000219, "keep": [1, 2, 3],
-                                      "planted": "no_lost_answer_fix"}),
-    "no_lease_or_version_check": json.dumps({"seed": 1000229, "keep": [1, 2, 3, 4],
-                                             "planted": "no_lease_or_version_check"}),
-    "low_watermark_off_by_one": json.dumps({"seed": 1000000, "keep": [1],
-                                            "planted": "low_watermark_off_by_one"}),
-    "removed_before_delete": json.dumps({"seed": 1000088, "keep": [2, 3, 4, 5, 6, 7, 8, 9, 10],
-                                         "planted": "removed_before_delete"}),
+    "publish_before_commit":
+        {"seed": 1000003, "keep": [1, 2, 6], "job": "files"},
+    "skip_recovery":
+        {"seed": 1000002, "keep": [2, 3, 4, 6, 11, 12], "job": "files"},
+    "no_lost_answer_fix":
+        {"seed": 1000219, "keep": [1, 2, 3], "job": "files"},
+    "no_lease_or_version_check":
+        {"seed": 1000279, "keep": [1, 2, 4, 5, 6, 7, 8], "job": "files"},
+    "low_watermark_off_by_one":
+        {"seed": 1000001, "keep": [4, 5], "job": "files"},
+    "removed_before_delete":
+        {"seed": 1000066, "keep": [1, 2, 3, 4, 5, 6, 7, 8, 10, 11], "job": "pipeline"},
+    "stamp_window_closed":
+        {"seed": 1000000, "keep": [], "job": "pipeline"},
 }
 
 
@@ -105,7 +107,7 @@ def test_pipeline_schedule_with_rollbacks_holds():
 
 @pytest.mark.parametrize("bug", sorted(planted.PLANTED))
 def test_each_planted_bug_is_caught(bug):
-    replay = CATCHES[bug]
+    replay = json.dumps({**CATCHES[bug], "planted": bug})
     assert sim_cli.replay(replay).problems, f"{bug} not caught by {replay}"
     clean = dict(json.loads(replay))
     clean.pop("planted")
