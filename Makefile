@@ -128,8 +128,9 @@ test:
 	@MAKE="$(MAKE)" bash .ci/suites $(TEST_PLAN)
 
 # the deterministic simulation of the run protocol (no JVM, one core, beside lint): 200 seeded
-# schedules, 0 violations expected; the planted bugs are replayed by tests/test_chaos_sim.py (in
-# test4), each on a schedule that catches it and on the same schedule without it.  The full
+# schedules of both job kinds (files, pipeline), 0 violations expected; the planted bugs are
+# replayed by tests/test_chaos_sim.py (in test4), each on a schedule that catches it and on the
+# same schedule without it.  The full
 # search, `benchmarks/chaos.py --simulate --planted`, is not part of `make test`
 SIM_SEED ?= 1
 sim: install

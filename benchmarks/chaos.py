@@ -9,6 +9,7 @@ a check against a model.
     .venv35/bin/python benchmarks/chaos.py --jobs files,iceberg --schedules 4 --steps 4
     python benchmarks/chaos.py --jobs s3files --schedules 3 --steps 4 --seed 1
     python benchmarks/chaos.py --simulate --schedules 1000 --seed 1   # no JVM: chaos_harness/sim
+    python benchmarks/chaos.py --simulate --jobs pipeline --schedules 100   # (kinds: files, pipeline)
 
 Each schedule runs one job, its kind drawn from the schedule's seed among ``--jobs``:
 ``files`` (JSON files -> parquet files on local disk) or ``jdbc`` (a PostgreSQL source table
@@ -166,7 +167,8 @@ def main() -> None:
     ap.add_argument("--jobs", default=",".join(DEFAULT_JOBS),
                     help="job kinds to draw from, comma-separated (files, jdbc, iceberg, "
                          "pipeline, s3files; iceberg needs Spark 3.5 and the Iceberg jars, "
-                         "s3files the s3a jars and SeaweedFS's weed)")
+                         "s3files the s3a jars and SeaweedFS's weed); with --simulate: "
+                         "files, pipeline (default both, drawn per schedule from its seed)")
     ap.add_argument("--no-shrink", action="store_true")
     ap.add_argument("--shrink-budget", type=int, default=4,
                     help="most schedules re-run to shrink one failing schedule")
@@ -189,6 +191,7 @@ def main() -> None:
         from chaos_harness.sim.cli import main as simulate_main
         a.schedules_given = "--schedules" in sys.argv
         a.json_given = any(x.startswith("--json") for x in sys.argv)
+        a.jobs_given = any(x.startswith("--jobs") for x in sys.argv)
         sys.exit(simulate_main(a))
     if a.worker:
         return worker(a)

@@ -1,9 +1,11 @@
 """``benchmarks/chaos.py --simulate``: many seeded schedules in one process, the planted-bug
 check, shrinking and replay.
 
-    python benchmarks/chaos.py --simulate --schedules 1000 --seed 1
+    python benchmarks/chaos.py --simulate --schedules 1000 --seed 1   # both job kinds
+    python benchmarks/chaos.py --simulate --schedules 200 --jobs pipeline
     python benchmarks/chaos.py --simulate --planted
-    python benchmarks/chaos.py --simulate --replay '{"seed": 1000007, "keep": [2, 5]}'
+    python benchmarks/chaos.py --simulate --sweep                     # each kind
+    python benchmarks/chaos.py --simulate --replay '{"seed": 1000007, "keep": [2, 5], "job": "files"}'
 """
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from chaos_harness.sim.planted import PLANTED
-from chaos_harness.sim.run import Options, Result, fits, run_schedule
+from chaos_harness.sim.run import KINDS, Options, Result, draw_kind, fits, run_schedule
 from chaos_harness.sim.world import World
 
 RESULTS = Path(__file__).resolve().parents[2] / "results"
@@ -32,21 +34,33 @@ def _workdir() -> str:
     return tempfile.mkdtemp(prefix="sparkmark-sim-")
 
 
+def parse_kinds(text: str | None) -> tuple[str, ...] | None:
+    """``--jobs files,pipeline`` -> the simulated job kinds (None: all of them)."""
+    if text is None:
+        return None
+    kinds = tuple(k.strip() for k in text.split(",") if k.strip())
+    unknown = [k for k in kinds if k not in KINDS]
+    if not kinds or unknown:
+        raise SystemExit(f"--simulate --jobs: give some of {', '.join(KINDS)}, not {text!r}")
+    return kinds
+
+
 def shrink(seed: int, drawn: list[int], patches: Callable[[World], Any] | None = None,
-           opts: Options | None = None, budget: int = 60) -> tuple[list[int], list[str]]:
+           opts: Options | None = None, budget: int = 60,
+           job: str | None = None) -> tuple[list[int], list[str]]:
     """The fewest faults (by their ordinals) of a failing schedule that still fail it: each
     dropped in turn while the schedule still fails (at most ``budget`` re-runs).  With
     ``patches`` (a planted bug) a smaller schedule counts only if it passes without them."""
     keep = list(drawn)
-    problems = run_schedule(seed, _workdir(), opts, patches, keep=keep).problems
+    problems = run_schedule(seed, _workdir(), opts, patches, keep=keep, job=job).problems
     runs = 1
     i = 0
     while i < len(keep) and runs < budget:
         trial = keep[:i] + keep[i + 1:]
-        r = run_schedule(seed, _workdir(), opts, patches, keep=trial)
+        r = run_schedule(seed, _workdir(), opts, patches, keep=trial, job=job)
         runs += 1
         if r.problems and patches is not None and \
-                run_schedule(seed, _workdir(), opts, keep=trial).problems:
+                run_schedule(seed, _workdir(), opts, keep=trial, job=job).problems:
             i += 1  # it fails without the bug too: not a smaller catch of this bug
             continue
         if r.problems:
@@ -58,29 +72,34 @@ def shrink(seed: int, drawn: list[int], patches: Callable[[World], Any] | None =
 
 def simulate(schedules: int, seed: int, *, planted: str | None = None,
              do_shrink: bool = True, out: Path | None = None,
-             progress: bool = True) -> dict[str, Any]:
-    """Run ``schedules`` schedules from ``seed``; returns (and writes) the report.  With
-    ``planted`` it stops at the first schedule that fails with the bug and passes without."""
+             progress: bool = True, kinds: tuple[str, ...] | None = None) -> dict[str, Any]:
+    """Run ``schedules`` schedules from ``seed``, each of a job kind drawn among ``kinds``
+    (default all) from its seed; returns (and writes) the report.  With ``planted`` it stops
+    at the first schedule that fails with the bug and passes without."""
     logging.disable(logging.WARNING)  # the product's warnings about injected faults
     t0 = time.monotonic()
     faults: Counter = Counter()
+    per_kind: dict[str, Counter] = {k: Counter() for k in kinds or KINDS}
     violations = []
     hashes = hashlib.sha256()
     patches = PLANTED[planted] if planted else None
     steps = 0
     for i in range(schedules):
         s = schedule_seed(seed, i)
-        r = run_schedule(s, _workdir(), patches=patches)
+        job = draw_kind(s, kinds)
+        r = run_schedule(s, _workdir(), patches=patches, job=job)
         faults.update(r.faults)
+        per_kind[job].update(r.faults)
+        per_kind[job]["schedules"] += 1
         steps += r.steps
         hashes.update(r.trace_hash.encode())
-        if r.problems and planted and run_schedule(s, _workdir()).problems:
+        if r.problems and planted and run_schedule(s, _workdir(), job=job).problems:
             continue  # it fails without the bug too: not this bug's catch
         if r.problems:
-            keep, problems = (shrink(s, r.drawn, patches) if do_shrink
+            keep, problems = (shrink(s, r.drawn, patches, job=job) if do_shrink
                               else (r.drawn, r.problems))
-            violations.append({"seed": s, "problems": problems[:5],
-                               "replay": json.dumps({"seed": s, "keep": keep,
+            violations.append({"seed": s, "job": job, "problems": problems[:5],
+                               "replay": json.dumps({"seed": s, "keep": keep, "job": job,
                                                      **({"planted": planted} if planted else {})
                                                      })})
             if planted:
@@ -89,7 +108,10 @@ def simulate(schedules: int, seed: int, *, planted: str | None = None,
             print(f"  {i + 1} schedules, {round(time.monotonic() - t0, 1)} s, "
                   f"{len(violations)} violations", flush=True)
     report = {"schedules": i + 1 if schedules else 0, "seed": seed,
-              "faults": dict(sorted(faults.items())), "steps": steps,
+              "jobs": list(kinds or KINDS),
+              "faults": dict(sorted(faults.items())),
+              "faults_per_job": {k: dict(sorted(c.items())) for k, c in per_kind.items()},
+              "steps": steps,
               "violations": violations, "elapsed_s": round(time.monotonic() - t0, 1),
               "trace_hash": hashes.hexdigest()[:16]}
     if out is not None:
@@ -99,14 +121,16 @@ def simulate(schedules: int, seed: int, *, planted: str | None = None,
 
 
 def planted_check(seed: int, budget: int = 1000, out: Path | None = None,
-                  bugs: list[str] | None = None) -> dict[str, Any]:
+                  bugs: list[str] | None = None,
+                  kinds: tuple[str, ...] | None = None) -> dict[str, Any]:
     """Each planted bug, schedules from ``seed`` until one is caught (at most ``budget``)."""
     found: dict[str, Any] = {}
     for bug in bugs or list(PLANTED):
         t0 = time.monotonic()
-        rep = simulate(budget, seed, planted=bug, progress=False)
+        rep = simulate(budget, seed, planted=bug, progress=False, kinds=kinds)
         v = rep["violations"]
         found[bug] = {"caught": bool(v), "schedules_to_catch": rep["schedules"] if v else None,
+                      "job": v[0]["job"] if v else None,
                       "replay": v[0]["replay"] if v else None,
                       "problems": v[0]["problems"][:2] if v else [],
                       "elapsed_s": round(time.monotonic() - t0, 1)}
@@ -121,29 +145,35 @@ def planted_check(seed: int, budget: int = 1000, out: Path | None = None,
 SWEPT = ("kill", "outage", "lost_answer", "fs_error")
 
 
-def sweep(seed: int = 1, out: Path | None = None) -> dict[str, Any]:
-    """One fault at every I/O point of a clean one-episode run of the files job: every
+def sweep(seed: int = 1, out: Path | None = None,
+          kinds: tuple[str, ...] | None = None) -> dict[str, Any]:
+    """Per job kind, one fault at every I/O point of a clean one-episode run: every
     (step, fault) that fits the point, each its own schedule."""
     logging.disable(logging.WARNING)
     t0 = time.monotonic()
     base = Options(rate=0.0, episodes=1, race=0.0, operator=0.0, env_rate=0.0)
-    ref = run_schedule(seed, _workdir(), base)
-    assert not ref.problems, ref.problems
-    runs: Counter = Counter()
+    per_kind: dict[str, Any] = {}
     violations = []
-    for step, kind in ref.points:
-        for fault in SWEPT:
-            if not fits(fault, kind):
-                continue
-            opts = Options(**{**base.__dict__, "forced": {step: fault}})
-            r = run_schedule(seed, _workdir(), opts)
-            runs[fault] += 1
-            if r.problems:
-                violations.append({"step": step, "point": kind, "fault": fault,
-                                   "problems": r.problems[:3]})
-    report = {"job": "files", "points": len(ref.points), "schedules": sum(runs.values()),
-              "faults": dict(runs), "violations": violations,
-              "elapsed_s": round(time.monotonic() - t0, 1)}
+    for job in kinds or KINDS:
+        t1 = time.monotonic()
+        ref = run_schedule(seed, _workdir(), base, job=job)
+        assert not ref.problems, (job, ref.problems)
+        runs: Counter = Counter()
+        for step, kind in ref.points:
+            for fault in SWEPT:
+                if not fits(fault, kind):
+                    continue
+                opts = Options(**{**base.__dict__, "forced": {step: fault}})
+                r = run_schedule(seed, _workdir(), opts, job=job)
+                runs[fault] += 1
+                if r.problems:
+                    violations.append({"job": job, "step": step, "point": kind,
+                                       "fault": fault, "problems": r.problems[:3]})
+        per_kind[job] = {"points": len(ref.points), "schedules": sum(runs.values()),
+                         "faults": dict(runs), "elapsed_s": round(time.monotonic() - t1, 1)}
+    report = {"jobs": per_kind, "points": sum(k["points"] for k in per_kind.values()),
+              "schedules": sum(k["schedules"] for k in per_kind.values()),
+              "violations": violations, "elapsed_s": round(time.monotonic() - t0, 1)}
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(report, indent=2))
@@ -151,12 +181,14 @@ def sweep(seed: int = 1, out: Path | None = None) -> dict[str, Any]:
 
 
 def replay(text: str) -> Result:
-    """Run one schedule from its replay JSON (``{"seed": S, "keep": [...], "planted": B}``)."""
+    """Run one schedule from its replay JSON (``{"seed": S, "keep": [...], "job": K,
+    "planted": B}``; without ``job``: the files kind, as replays were before there were
+    others)."""
     logging.disable(logging.WARNING)
     spec = json.loads(text)
     patches = PLANTED[spec["planted"]] if spec.get("planted") else None
     return run_schedule(int(spec["seed"]), _workdir(), patches=patches, keep=spec.get("keep"),
-                        keep_trace=True)
+                        keep_trace=True, job=spec.get("job", "files"))
 
 
 def main(a: Any) -> int:
@@ -167,25 +199,30 @@ def main(a: Any) -> int:
         print(f"faults={r.faults} steps={r.steps} problems={r.problems}")
         print(f"trace_hash={r.trace_hash}")
         return 1 if r.problems else 0
+    kinds = parse_kinds(a.jobs if getattr(a, "jobs_given", False) else None)
     if a.sweep:
-        rep = sweep(a.seed, RESULTS / "chaos-sim-sweep.json")
+        rep = sweep(a.seed, RESULTS / "chaos-sim-sweep.json", kinds)
         for v in rep["violations"]:
             print(f"VIOLATION {v}")
-        print(f"sweep: {rep['points']} I/O points, {rep['schedules']} schedules "
-              f"{rep['faults']}, violations={len(rep['violations'])}, "
-              f"elapsed_s={rep['elapsed_s']}")
+        for job, k in rep["jobs"].items():
+            print(f"  {job}: {k['points']} I/O points, {k['schedules']} schedules "
+                  f"{k['faults']}, {k['elapsed_s']} s")
+        print(f"sweep: {rep['points']} I/O points, {rep['schedules']} schedules, "
+              f"violations={len(rep['violations'])}, elapsed_s={rep['elapsed_s']}")
         return 1 if rep["violations"] else 0
     if a.planted:
         found = planted_check(a.seed, a.schedules if a.schedules_given else 1000,
-                              RESULTS / "chaos-planted.json")
+                              RESULTS / "chaos-planted.json", kinds=kinds)
         missed = [b for b, f in found.items() if not f["caught"]]
         print(f"planted: {len(found) - len(missed)}/{len(found)} caught; missed: {missed}")
         return 1 if missed else 0
-    rep = simulate(a.schedules, a.seed, do_shrink=not a.no_shrink,
+    rep = simulate(a.schedules, a.seed, do_shrink=not a.no_shrink, kinds=kinds,
                    out=Path(a.json) if a.json_given else RESULTS / "chaos-sim.json")
     for v in rep["violations"]:
         print(f"VIOLATION seed={v['seed']}: {v['problems']}")
         print(f"  replay: python benchmarks/chaos.py --simulate --replay '{v['replay']}'")
+    for job, c in rep["faults_per_job"].items():
+        print(f"  {job}: {c}")
     print(f"schedules={rep['schedules']} faults={rep['faults']} "
           f"violations={len(rep['violations'])} elapsed_s={rep['elapsed_s']}")
     print(f"trace_hash={rep['trace_hash']}")

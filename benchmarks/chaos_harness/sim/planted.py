@@ -121,6 +121,19 @@ def removed_before_delete(world: World) -> Any:
     return stack
 
 
+def stamp_window_closed(world: World) -> Any:
+    """A module's stamp window closed at its start too (``from <= sm_snapshot_ts``, not
+    ``from <``): the upstream rows stamped at the window's start are read by two windows."""
+    from sparkmark.lifecycle.pipeline.declaring import SNAPSHOT_COL, ModuleContext
+
+    def in_stamp_window(self: ModuleContext) -> Any:
+        from pyspark.sql import functions as F
+        col = F.col(SNAPSHOT_COL)
+        return ((col >= F.timestamp_millis(F.lit(self.from_ts)))
+                & (col <= F.timestamp_millis(F.lit(self.until_ts))))
+    return _patched(ModuleContext, "in_stamp_window", in_stamp_window)
+
+
 PLANTED: dict[str, Callable[[World], Any]] = {
     "publish_before_commit": publish_before_commit,
     "skip_recovery": skip_recovery,
@@ -128,4 +141,5 @@ PLANTED: dict[str, Callable[[World], Any]] = {
     "no_lease_or_version_check": no_commit_checks,
     "low_watermark_off_by_one": low_off_by_one,
     "removed_before_delete": removed_before_delete,
+    "stamp_window_closed": stamp_window_closed,
 }

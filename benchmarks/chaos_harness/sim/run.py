@@ -1,12 +1,16 @@
-"""One simulated schedule of the files -> files job, end to end: the world, the real
-sparkmark code over it, the faults, the recovery and the model checks.
+"""One simulated schedule of one job kind, end to end: the world, the real sparkmark code over
+it, the faults, the operator's moves, the recovery and the model checks.  The kinds
+(:data:`KINDS`): ``files`` (a bookmarked files -> files job, :func:`files_job`) and
+``pipeline`` (a two-module :class:`sparkmark.Pipeline`, :mod:`chaos_harness.sim.pipeline`).
 
-    result = run_schedule(seed=7, workdir="/tmp/sim")
+    result = run_schedule(seed=7, workdir="/tmp/sim")                  # the kind drawn
+    result = run_schedule(seed=7, workdir="/tmp/sim", job="pipeline")  # or given
     result.problems, result.trace_hash, result.faults
 """
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import sqlite3
 import threading
@@ -20,6 +24,7 @@ from typing import Any, Callable, Iterator
 from sqlalchemy import event, text
 from sqlalchemy.exc import OperationalError
 
+import sparkmark.lifecycle.job as job_module
 from sparkmark.engine.fs import register_scheme
 from sparkmark.lifecycle.job import Job
 from sparkmark.ops.bookmarks import Bookmarks
@@ -34,6 +39,7 @@ IN, OUT = "sim://lake/in", "sim://lake/out"
 LEASE_MS = 3_600_000     # an hour: the heartbeat thread (a third of it, in real seconds) never
 #                          beats within a schedule; a dead driver's lease expires by clock jumps
 STAGING = OUT + "/_sparkmark_staging"
+T0_SET = 1_690_000_000_000  # a bookmark set --after with no input yet: a time long before
 
 
 class SimStore(StateStore):
@@ -59,6 +65,7 @@ class Result:
     trace: list[str] = field(default_factory=list)
     drawn: list[int] = field(default_factory=list)  # the ordinals of the faults applied
     points: list[tuple[int, str]] = field(default_factory=list)  # (step, kind) faults saw
+    job: str = "files"
 
 
 @dataclass
@@ -167,12 +174,12 @@ def files_job(world: World) -> None:
         job.write(df, OUT, format="json", transformation_ctx="sink")
 
 
-def later(steps: int) -> Callable[[World], None]:
+def later(steps: int, job: Callable[[World], None] = files_job) -> Callable[[World], None]:
     """The job, started by a second driver ``steps`` yield points after the first."""
     def program(world: World) -> None:
         for _ in range(steps):
             world.io("idle", "")
-        files_job(world)
+        job(world)
     return program
 
 
@@ -183,6 +190,67 @@ def operator_reset(world: World) -> None:
     world.note(f"operator: reset to {to[:8] if to else 'the start'} --remove-output")
     Bookmarks(SimStore(world.state_url), clock=world.clock).reset(
         JOB, run_id=to, remove_output=True, spark=world.spark)
+
+
+def input_records(world: World) -> dict[int, int]:
+    """Every record of the input now -> its file's mtime."""
+    return {r["id"]: f.mtime for p, f in world.files.items() if p.startswith(IN + "/")
+            for r in f.rows}
+
+
+def target_rows(world: World, out: str) -> list[dict]:
+    """The rows a reader of target ``out`` sees (``_``/``.`` names skipped, as Spark does)."""
+    return [r for p, f in sorted(world.files.items()) if p.startswith(out + "/")
+            and not any(part.startswith(("_", ".")) for part in p[len(out) + 1:].split("/"))
+            for r in f.rows]
+
+
+def operator_plain_reset(world: World) -> None:
+    """An operator's ``sparkmark bookmark reset orders [--run-id R]`` (no ``--remove-output``).
+
+    Its model: the bookmark goes back to run R (or the start) and the target keeps its rows,
+    so the records read after R may legitimately be read, and written, once more.  Every
+    record of the input now that is not in the target as a row of R or of a run between the
+    operator's previous move and R (an earlier move set the bookmark back: the reads before
+    it are not in R's bookmark) is *re-opened*: allowed one more copy
+    (:func:`check_target`); so is every record of a file
+    appended to in place (R's bookmark holds the file's older mtime, so the file reads as
+    modified again: ``onModified=reprocess`` once more).  Nothing may go missing."""
+    runs = ledger(world)
+    done = [r["run_id"] for r in runs if r["status"] == "SUCCEEDED"]
+    to = world.op_target(done)
+    world.note(f"operator: reset to {to[:8] if to else 'the start'} (plain)")
+    upto = set()
+    if to is not None:
+        ids = [r["run_id"] for r in runs]
+        at = ids.index(to)
+        since = max([m for m in world.op_marks if m <= at], default=0)
+        upto = set(ids[since:at + 1])
+    kept = {r["id"] for r in target_rows(world, OUT) if r.get("sm_run_id") in upto}
+    for i in input_records(world):
+        if i not in kept or i in world.changed:
+            world.reopened[i] = world.reopened.get(i, 0) + 1
+    Bookmarks(SimStore(world.state_url), clock=world.clock).reset(JOB, run_id=to)
+
+
+def operator_set(world: World) -> None:
+    """An operator's ``sparkmark bookmark set orders src --after T``: every file modified up
+    to T counts as processed, every newer one is read again.
+
+    Its model, with T the mtime of an input file (or a minute before the first): the records
+    of the files modified up to T may be missing if no run had read them (*skippable*); the
+    records of the newer files are re-opened (one more copy allowed), as after a plain
+    reset.  A file appended to later has a newer mtime and is read again (``changed``)."""
+    mtimes = sorted({f.mtime for p, f in world.files.items() if p.startswith(IN + "/")})
+    after = world.rng.choice([mtimes[0] - 60_000] + mtimes) if mtimes else T0_SET
+    world.note(f"operator: bookmark set src --after {after}")
+    for i, mtime in input_records(world).items():
+        if mtime <= after:
+            world.skippable.add(i)
+        else:
+            world.reopened[i] = world.reopened.get(i, 0) + 1
+    Bookmarks(SimStore(world.state_url), clock=world.clock).set(JOB, "src", after=after,
+                                                                  spark=world.spark)
 
 
 def add_input(world: World, n_files: int) -> None:
@@ -229,30 +297,49 @@ def environment(opts: Options) -> Callable[[World], None]:
 
 # ---------------------------------------------------------------------- the model checks
 def ledger(world: World) -> list[dict]:
+    """The ledger rows in the order they were opened (the controller reads it, no yield)."""
     with world.store.engine.connect() as conn:
         return [dict(r._mapping) for r in conn.execute(text(
-            "SELECT run_id, status, publish_state, records_written FROM sm_runs "
-            "ORDER BY rowid"))]
+            "SELECT run_id, job_name, status, publish_state, records_written, "
+            "pipeline_run_id, from_ts, until_ts FROM sm_runs ORDER BY rowid"))]
 
 
 def check(world: World) -> list[str]:
-    """Every record once (a record of a file appended to in place: at least once, at most once
-    more per change, as ``onModified=reprocess`` reads the file again); nothing staged left;
-    every ledger row terminal; records_written equals the target; no committed run undone."""
+    """The model checks of the schedule's kind (the files kind: :func:`check_files`)."""
+    return KINDS[getattr(world, "job", "files")].check(world)
+
+
+def check_files(world: World) -> list[str]:
+    """The files kind's target and ledger (:func:`check_target`), and no committed run undone
+    but by the operator."""
+    runs = ledger(world)
+    return check_target(world, OUT, runs) + check_committed(world, runs)
+
+
+def check_target(world: World, out: str, runs: list[dict]) -> list[str]:
+    """Target ``out`` and the ledger rows ``runs`` of the job writing it: every input record
+    in it once; a record of a file appended to in place at least once, at most once more per
+    change (``onModified=reprocess`` reads the file again); a record the operator re-opened
+    (a plain reset, a bookmark set: ``world.reopened``) at most once more per re-opening; a
+    vanished file's record, or one a bookmark set skipped, at most once and maybe never;
+    nothing staged left; every ledger row terminal; a SUCCEEDED row published; a committed
+    run's records_written equal to its rows in the target; no rows of other runs."""
     problems: list[str] = []
-    rows = [r for p, f in sorted(world.files.items()) if p.startswith(OUT + "/")
-            and not any(part.startswith(("_", ".")) for part in p[len(OUT) + 1:].split("/"))
-            for r in f.rows]
+    rows = target_rows(world, out)
     seen = Counter(r["id"] for r in rows)
-    expected = {r["id"] for p, f in world.files.items() if p.startswith(IN + "/") for r in f.rows}
+    expected = set(input_records(world))
+    reopened: dict[int, int] = getattr(world, "reopened", {})
+    skippable: set[int] = getattr(world, "skippable", set())
     for i in sorted(expected | world.vanished):
         n = seen.get(i, 0)
-        if n > 1 + world.changed.get(i, 0) or (n == 0 and i in expected):
-            problems.append(f"record {i} is in the target {n} times")
-    staged = sorted(p for p in list(world.files) + sorted(world.dirs) if p.startswith(STAGING))
+        most = 1 + world.changed.get(i, 0) + reopened.get(i, 0)
+        if n > most or (n == 0 and i in expected and i not in skippable):
+            problems.append(f"record {i} is in the target {n} times"
+                            + (f" ({out.rsplit('/', 1)[-1]})" if out != OUT else ""))
+    staging = out + "/_sparkmark_staging"
+    staged = sorted(p for p in list(world.files) + sorted(world.dirs) if p.startswith(staging))
     if staged:
         problems.append(f"staged output left: {staged[:3]}")
-    runs = ledger(world)
     by_run = Counter(r.get("sm_run_id") for r in rows)
     for r in runs:
         if r["status"] == "RUNNING":
@@ -269,11 +356,15 @@ def check(world: World) -> list[str]:
                             "the target")
     if by_run:
         problems.append(f"target rows of no ledger run: {dict(by_run)}")
-    status = {r["run_id"]: r["status"] for r in runs}
-    for run_id in sorted(world.committed):
-        if status.get(run_id) != "SUCCEEDED":
-            problems.append(f"committed run {run_id[:8]} is now {status.get(run_id)}")
     return problems
+
+
+def check_committed(world: World, runs: list[dict]) -> list[str]:
+    """No run whose commit was seen is now other than SUCCEEDED (the operator's undoing
+    aside: those runs left ``world.committed`` when it undid them)."""
+    status = {r["run_id"]: r["status"] for r in runs}
+    return [f"committed run {run_id[:8]} is now {status.get(run_id)}"
+            for run_id in sorted(world.committed) if status.get(run_id) != "SUCCEEDED"]
 
 
 # ---------------------------------------------------------------------- a schedule
@@ -286,10 +377,15 @@ def simulated(world: World) -> Iterator[None]:
     uuid.uuid4 = lambda: types.SimpleNamespace(hex=world.next_hex())  # type: ignore[assignment]
     tracking_start.world = world  # type: ignore[attr-defined]
     threading.Thread.start = tracking_start  # type: ignore[method-assign]
+    # a pipeline's module runs take the default lease: the simulation's hour (its heartbeat,
+    # a third of it in real seconds, never beats within a schedule; stalls outlast it)
+    saved_lease = job_module.DEFAULT_LEASE_MS
+    job_module.DEFAULT_LEASE_MS = LEASE_MS
     try:
         with sim_engine.patched_pyspark():
             yield
     finally:
+        job_module.DEFAULT_LEASE_MS = saved_lease
         threading.Thread.start = _ORIGINAL_START  # type: ignore[method-assign]
         tracking_start.world = None  # type: ignore[attr-defined]
         uuid.uuid4 = saved_uuid  # type: ignore[assignment]
@@ -299,18 +395,62 @@ def simulated(world: World) -> Iterator[None]:
 _ORIGINAL_START = threading.Thread.start
 
 
+@dataclass(frozen=True)
+class JobKind:
+    """What a schedule of one job kind runs and checks: ``program`` (one driver's run),
+    ``operators`` (the operator's moves between episodes, by fault name), ``recovered``
+    (after a clean run: it found nothing new), ``check`` (the model), ``dirs`` (the folders
+    that exist at the start), ``race_delay`` (a racing second driver starts up to this many
+    of its yield points after the first: about the length of one clean run)."""
+
+    name: str
+    program: Callable[[World], None]
+    operators: dict[str, Callable[[World], None]]
+    recovered: Callable[[World], bool]
+    check: Callable[[World], list[str]]
+    dirs: tuple[str, ...]
+    race_delay: int = 80
+
+
+def _files_recovered(world: World) -> bool:
+    return ledger(world)[-1]["status"] == "EMPTY"
+
+
+KINDS: dict[str, JobKind] = {
+    "files": JobKind("files", files_job,
+                     {"operator_reset": operator_reset,
+                      "operator_plain_reset": operator_plain_reset,
+                      "operator_set": operator_set},
+                     _files_recovered, check_files, (IN, OUT)),
+}
+
+
+def draw_kind(seed: int, kinds: tuple[str, ...] | None = None) -> str:
+    """The job kind of schedule ``seed`` among ``kinds`` (default all), drawn from the seed
+    alone (not from the schedule's own random stream): a schedule of a kind is the same
+    whichever other kinds are drawn beside it."""
+    kinds = tuple(kinds or KINDS)
+    return kinds[0] if len(kinds) == 1 else random.Random(f"kind:{seed}").choice(kinds)
+
+
 def run_schedule(seed: int, workdir: str, opts: Options | None = None,
                  patches: Callable[[World], Any] | None = None,
-                 keep_trace: bool = False, keep: Any = None) -> Result:
-    """Run schedule ``seed``: episodes of the job (sometimes two drivers racing) under faults,
-    then clean recovery runs, then the model checks."""
+                 keep_trace: bool = False, keep: Any = None, job: str | None = None) -> Result:
+    """Run schedule ``seed`` of job kind ``job`` (default: drawn from the seed): episodes of
+    the job (sometimes two drivers racing) under faults, sometimes an operator's move between
+    two, then clean recovery runs, then the model checks."""
     opts = opts or Options()
+    kind = KINDS[job or draw_kind(seed)]
     world = World(seed, workdir)
+    world.job = kind.name  # type: ignore[attr-defined]
     world.keep = None if keep is None else set(keep)
     world.file_seq = world.record_seq = 0  # type: ignore[attr-defined]
     world.vanished = set()  # type: ignore[attr-defined]
     world.changed = {}  # type: ignore[attr-defined]  # record id -> changes of its file
+    world.reopened = {}  # type: ignore[attr-defined]  # record id -> operator re-openings
+    world.skippable = set()  # type: ignore[attr-defined]  # records a bookmark set skipped
     world.committed = set()  # type: ignore[attr-defined]
+    world.op_marks = []  # type: ignore[attr-defined]  # ledger length at each operator move
     world.rolled_back = set()  # type: ignore[attr-defined]
     world.bounded = world.rng.choice([2, 3, 1000])  # type: ignore[attr-defined]
     world.op_target = lambda runs: (  # type: ignore[attr-defined]
@@ -323,7 +463,7 @@ def run_schedule(seed: int, workdir: str, opts: Options | None = None,
         if os.path.exists(db + suffix):
             os.remove(db + suffix)
     world.state_url = f"sqlite:///{db}"  # type: ignore[attr-defined]
-    result = Result(seed)
+    result = Result(seed, job=kind.name)
     with ExitStack() as stack:
         stack.enter_context(simulated(world))
         if patches is not None:
@@ -331,7 +471,7 @@ def run_schedule(seed: int, workdir: str, opts: Options | None = None,
         world.spark = sim_engine.SimSpark(world)  # type: ignore[attr-defined]
         world.store = SimStore(world.state_url)  # type: ignore[attr-defined]
         hook_store(world, world.store)
-        world.dirs.update({"sim://lake/in", "sim://lake/out"})
+        world.dirs.update(kind.dirs)
         try:
             world.faults = draw_fault(opts)
             world.env = environment(opts)
@@ -340,24 +480,26 @@ def run_schedule(seed: int, workdir: str, opts: Options | None = None,
                 world.now += 120_000
                 racers = 2 if (opts.faults_on and world.rng.random() < opts.race
                                and world.allow("racing_driver")) else 1
-                world.run_drivers([(f"e{ep}d0", files_job)] + [
-                    (f"e{ep}d{i}", later(world.rng.randint(0, 80))) for i in range(1, racers)])
+                world.run_drivers([(f"e{ep}d0", kind.program)] + [
+                    (f"e{ep}d{i}", later(world.rng.randint(0, kind.race_delay), kind.program))
+                    for i in range(1, racers)])
                 world.committed.update(r["run_id"] for r in ledger(world)
                                        if r["status"] == "SUCCEEDED")
                 world.now += LEASE_MS + 1  # a dead driver's lease has expired
-                if opts.operator and world.rng.random() < opts.operator and \
-                        world.allow("operator_reset"):
-                    world.run_drivers([(f"e{ep}op", operator_reset)])
-                    world.now += LEASE_MS + 1
-                    undone = {r["run_id"] for r in ledger(world)
-                              if r["status"] == "ROLLED_BACK"}
-                    world.committed -= undone  # the operator undid them, on purpose
+                if opts.operator and world.rng.random() < opts.operator:
+                    op = world.rng.choice(sorted(kind.operators))
+                    if world.allow(op):
+                        world.op_marks.append(len(ledger(world)))
+                        world.run_drivers([(f"e{ep}op", kind.operators[op])])
+                        world.now += LEASE_MS + 1
+                        undone = {r["run_id"] for r in ledger(world)
+                                  if r["status"] == "ROLLED_BACK"}
+                        world.committed -= undone  # the operator undid them, on purpose
             world.faults, world.env = None, None
             for k in range(12):  # recovery: clean runs until one finds nothing new
                 world.now += LEASE_MS + 1
-                world.run_drivers([(f"r{k}", files_job)])
-                last = ledger(world)[-1]
-                if last["status"] == "EMPTY" and k >= 1:
+                world.run_drivers([(f"r{k}", kind.program)])
+                if k >= 1 and kind.recovered(world):
                     break
             result.problems = check(world)
         finally:
@@ -372,3 +514,7 @@ def run_schedule(seed: int, workdir: str, opts: Options | None = None,
         result.trace = list(world.trace)
     shutil.rmtree(workdir, ignore_errors=True)
     return result
+
+
+# the pipeline kind registers itself in KINDS when imported (it imports this module)
+from chaos_harness.sim import pipeline as _pipeline  # noqa: E402,F401
