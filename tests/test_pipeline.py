@@ -403,3 +403,33 @@ def test_load_pipeline_file(spark, tmp_path, sqlite_url, monkeypatch):
                           (tmp_path / "missing.py", "does not exist")]:
         with pytest.raises(PipelineError, match=pattern):
             load_pipeline_file(path)
+
+
+def test_a_run_that_overlaps_another_skips_the_module_it_moved(spark, tmp_path, sqlite_url,
+                                                               clock):
+    """Two p.run() of one pipeline overlapping: the second starts after the first's bronze
+    committed and before its silver began (here from the first run's progress callback).
+    The second runs silver over the window; the first's silver, planned before that, finds its
+    module moved and is SKIPPED with nothing written. Silver holds every hour once (before the
+    fix both silver runs committed the same window and silver held bronze's hours twice)."""
+    p = build(spark, tmp_path, sqlite_url, clock)
+    clock.now = DAY0 + DAY_MS
+    other = build(spark, tmp_path, sqlite_url, clock)   # another process's Pipeline object
+    started = []
+
+    def progress(k, n, module, window, result):
+        if module.id == 1001 and result is not None and not started:
+            started.append(other.run(modules=[1001, 2001]))
+
+    first = p.run(modules=[1001, 2001], progress=progress)
+    second = started[0]
+    by_id = {r.module_id: r for r in first.results}
+    assert by_id[1001].status == "SUCCEEDED"
+    assert by_id[2001].status == "SKIPPED" and "another run of pipeline pl moved module 2001" \
+        in by_id[2001].error and "nothing was written" in by_id[2001].error
+    assert {r.module_id: r.status for r in second.results} == {1001: "EMPTY", 2001: "SUCCEEDED"}
+    expected = hours(DAY0, DAY0 + DAY_MS)
+    assert target_hours(spark, f"{p.root}/silver") == expected
+    assert target_hours(spark, f"{p.root}/bronze") == expected
+    again = p.run(modules=[1001, 2001])             # and the next run goes on as usual
+    assert [r.status for r in again.results] == ["EMPTY", "EMPTY"]

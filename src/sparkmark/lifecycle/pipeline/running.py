@@ -194,7 +194,8 @@ def run_pipeline(spark: "SparkSession", store: StateStore, clock: Clock,
         result = run_module(spark, store, clock, modules[mid], step, pipeline=pipeline,
                             timezone=timezone, max_days_to_load=max_days_to_load,
                             primordial_date=primordial_date, pipeline_run_id=pipeline_run_id,
-                            snapshot=snapshot, primordial=primordial)
+                            snapshot=snapshot, primordial=primordial,
+                            planned_from=(done_until.get(mid),))
         planner.record(mid, result.status, Window(step.window.from_ts,
                                                   result.until_ts or step.window.from_ts))
         results.append(result)
@@ -205,13 +206,19 @@ def run_pipeline(spark: "SparkSession", store: StateStore, clock: Clock,
 
 def run_module(spark: "SparkSession", store: StateStore, clock: Clock, m: Module, step: Step, *,
                pipeline: str, timezone: str, max_days_to_load: int, primordial_date: Any,
-               pipeline_run_id: str, snapshot: int, primordial: int) -> ModuleResult:
+               pipeline_run_id: str, snapshot: int, primordial: int,
+               planned_from: tuple[int | None] | None = None) -> ModuleResult:
     """One module run: a job run of ``"<pipeline>.<module id>"`` (bookmarks enabled) that
     writes the module's DataFrame and commits it with its ledger row, or is SKIPPED or FAILED.
 
     Example: ``run_module(spark, store, clock, p.modules[1004], planner.step(1004),
     pipeline=p.name, timezone="UTC", max_days_to_load=5, primordial_date=None,
     pipeline_run_id=uuid.uuid4().hex, snapshot=now, primordial=primordial).status``
+
+    ``planned_from``: ``(where the module's progress stood when its window was planned,)``.
+    Checked again under the module's lease: if another run of the pipeline moved the module
+    on (or rolled it back) meanwhile, the window is stale and the run is ``SKIPPED`` with
+    nothing written (two overlapping ``p.run()`` would otherwise load one window twice).
     """
     w = step.window
     result = ModuleResult(m.id, m.name, m.layer, FAILED, w.from_ts, w.until_ts)
@@ -232,6 +239,17 @@ def run_module(spark: "SparkSession", store: StateStore, clock: Clock, m: Module
         result.error = str(e)
         return result
     result.run_id = job.run_id
+    if planned_from is not None:
+        now_from = module_progress(store, pipeline, {m.id: m})[0].get(m.id)
+        if now_from != planned_from[0]:
+            result.status, result.until_ts = SKIPPED, None
+            result.error = (f"skipped: another run of pipeline {pipeline} moved module {m.id} "
+                            f"(its next window now starts at {format_ts(now_from, timezone)}) "
+                            "after this run planned its window from "
+                            f"{format_ts(w.from_ts, timezone)}; nothing was written: run the "
+                            "pipeline again")
+            job.skip(result.error)
+            return result
     if step.action == SKIP:
         deps = ", ".join(str(d) for d in step.blocked_by)
         result.status, result.until_ts = SKIPPED, None
