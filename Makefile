@@ -38,7 +38,7 @@ CRASH_TRIALS35 ?= 3
 CRASH_JDBC_TRIALS35 ?= 2
 
 .PHONY: install install35 install41 install-airflow install-dagster cds cds35 cds41 cds-airflow jars iceberg-jars demo lint test test4 \
-	sim test35 test-iceberg test-iceberg35 test-iceberg41 test-delta test-airflow test-dagster bench
+	sim test35 test-iceberg test-iceberg35 test-iceberg41 test-delta test-delta35 test-delta41 test-airflow test-dagster bench
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -123,7 +123,7 @@ demo: $(DEMO_BIN)/.installed
 # with its own log; every suite's wall time is printed at the end (or where one failed).
 # The suites that keep both cores busy (test4, test35) run alone; the table-format and scheduler
 # suites, mostly one py4j conversation at a time, share the machine
-TEST_PLAN ?= lint+sim test4 test35 test-iceberg35+test-iceberg41 test-delta+test-airflow+test-dagster
+TEST_PLAN ?= lint+sim test4 test35 test-iceberg35+test-iceberg41 test-delta35+test-delta41+test-airflow+test-dagster
 test:
 	@MAKE="$(MAKE)" bash .ci/suites $(TEST_PLAN)
 
@@ -193,11 +193,16 @@ test-iceberg41: install41 jars
 
 # Delta Lake's jars on Spark 3.5 and 4.1 (Delta publishes nothing for Spark 4.3), each line in a
 # pytest process of its own (the session must start with Delta's extensions; the modules share
-# it): the jars, the sources, then the target (exactly once, SIGKILL trials, rollback)
+# it): the jars, the sources, then the target (exactly once, SIGKILL trials, rollback, pipeline
+# modules, the Glue layer).  The two lines run side by side in make test (TEST_PLAN)
 DELTA_SUITES ?= tests/test_delta_jars.py tests/test_delta_source.py tests/test_delta_target.py
-test-delta: install35 install41 jars
-	SPARKMARK_REQUIRE_DELTA=1 $(BIN35)/python -m pytest -q -p no:cacheprovider $(DELTA_SUITES)
-	SPARKMARK_REQUIRE_DELTA=1 $(BIN41)/python -m pytest -q -p no:cacheprovider $(DELTA_SUITES)
+test-delta: test-delta35 test-delta41
+test-delta35: install35 jars
+	SPARKMARK_REQUIRE_DELTA=1 $(BIN35)/python -m pytest -q -p no:cacheprovider --durations=5 \
+	--junitxml=.suite-logs/test-delta35.xml $(DELTA_SUITES)
+test-delta41: install41 jars
+	SPARKMARK_REQUIRE_DELTA=1 $(BIN41)/python -m pytest -q -p no:cacheprovider --durations=5 \
+	--junitxml=.suite-logs/test-delta41.xml $(DELTA_SUITES)
 
 # Airflow's dag.test() and Dagster's materialize() running real sparkmark jobs (local Spark)
 test-airflow: install-airflow
