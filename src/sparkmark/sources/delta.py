@@ -162,8 +162,11 @@ def latest_version(spark: Any, name: str) -> tuple[int, int | None]:
     try:
         row = spark.sql(f"DESCRIBE HISTORY {name} LIMIT 1").collect()[0]
     except Exception as e:  # noqa: BLE001
-        raise SourceError(f"cannot read the history of Delta table {name}: "
-                          f"{java_error_text(e)}") from None
+        raise SourceError(f"cannot read Delta table {name} (its history): "
+                          f"{java_error_text(e)}; check the name (delta.`/path` or "
+                          "catalog.db.table) and that the session has Delta's jars and settings "
+                          "(spark.sql.extensions io.delta.sql.DeltaSparkSessionExtension)"
+                          ) from None
     ts = row["timestamp"]
     return int(row["version"]), (int(ts.timestamp() * 1000) if ts is not None else None)
 
