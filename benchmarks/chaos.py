@@ -195,6 +195,9 @@ def main() -> None:
         sys.exit(simulate_main(a))
     if a.worker:
         return worker(a)
+    from sparkmark.devtools.jvmcache import enable, fast_start
+    enable()       # the driver JVMs it starts load Spark's classes from the tests' archive,
+    fast_start()   # with the client compiler: as the test suites' drivers do
     jobs = parse_jobs(a.jobs)
     if "iceberg" in jobs:
         why = iceberg_unavailable()
