@@ -378,6 +378,13 @@ def test_delta_rs_reads_the_rows_spark_wrote(flow):
     assert {m["sparkmark.run-id"] for m in meta} == {r1, r2}
 
 
+def _delta_rs_ids(location: str) -> list[int]:
+    """The ids delta-rs (the ``deltalake`` package, no Spark) reads at ``location``."""
+    deltalake = pytest.importorskip("deltalake") if not REQUIRED else __import__("deltalake")
+    table = deltalake.DeltaTable(location.replace("file:", "", 1))
+    return sorted(r["id"] for r in table.to_pyarrow_table(columns=["id"]).to_pylist())
+
+
 # ---------------------------------------------------------------------- pipeline modules
 def test_pipeline_modules_write_delta_tables_exactly_once_and_roll_back(delta, sqlite_url,
                                                                         clock, tmp_path):
@@ -440,6 +447,8 @@ def test_pipeline_modules_write_delta_tables_exactly_once_and_roll_back(delta, s
     s = p.run()
     assert not s.failed, s.rows()
     assert ids(silver) == expected and ids(bronze) == expected
+    for path in (bronze, silver):  # another engine reads the same rows (delta-rs)
+        assert _delta_rs_ids(path) == ids(path)
 
     with pytest.raises(PipelineError, match="unknown format 'hudi'.*delta"):
         p.module(id=3001, name="G", layer="gold", target=str(tmp_path / "g"), format="hudi")
@@ -513,3 +522,5 @@ def test_glue_from_catalog_reads_and_writes_delta_tables_exactly_once(delta, sql
                                               additional_options={"partitionKeys": ["v"]})
     job.sparkmark_job.fail(RuntimeError("test over"))
     assert Bookmarks(sqlite_url).get("gdelta")["Version"] == version and ids() == [1, 2, 3]
+    location = delta.sql(f"DESCRIBE DETAIL default.{tgt}").collect()[0]["location"]
+    assert _delta_rs_ids(location) == [1, 2, 3]  # delta-rs reads the catalog table's rows
