@@ -12,42 +12,10 @@ missing."""
 from __future__ import annotations
 
 import os
-import sys
 
 import pytest
 
 REQUIRED = os.environ.get("SPARKMARK_REQUIRE_DELTA") == "1"
-
-
-def _unavailable(why: str) -> None:
-    if REQUIRED:
-        pytest.fail(f"SPARKMARK_REQUIRE_DELTA=1 but {why}")
-    pytest.skip(why)
-
-
-@pytest.fixture(scope="module")
-def delta(tmp_path_factory):
-    from pyspark.sql import SparkSession
-
-    from sparkmark.devtools.delta import EXTENSIONS, delta_jars, delta_session_conf
-    from sparkmark.engine.spark import local_session
-    try:
-        jars = delta_jars(fetch=False)
-    except (LookupError, FileNotFoundError) as e:
-        _unavailable(str(e))
-    active = SparkSession.getActiveSession()
-    if active is not None:  # the Delta modules share one session (make test-delta)
-        if "DeltaSparkSessionExtension" in active.conf.get("spark.sql.extensions", ""):
-            yield active
-            return
-        _unavailable("a Spark session without Delta is already running in this process; run "
-                     "this module in a pytest process of its own (make test-delta)")
-    conf = delta_session_conf(jars=jars, snapshot_partitions=2)
-    conf["spark.sql.warehouse.dir"] = str(tmp_path_factory.mktemp("delta-wh"))
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    spark = local_session("sparkmark-delta-tests", extra_conf=conf)
-    assert EXTENSIONS in spark.conf.get("spark.sql.extensions", "")
-    yield spark
 
 
 def _ids(df) -> list[int]:

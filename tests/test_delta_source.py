@@ -14,7 +14,6 @@ import itertools
 import json
 import os
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
@@ -25,36 +24,6 @@ from sparkmark.core.options import DISABLE, ENABLE, PAUSE
 
 REQUIRED = os.environ.get("SPARKMARK_REQUIRE_DELTA") == "1"
 _counter = itertools.count()
-
-
-def _unavailable(why: str) -> None:
-    if REQUIRED:
-        pytest.fail(f"SPARKMARK_REQUIRE_DELTA=1 but {why}")
-    pytest.skip(why)
-
-
-@pytest.fixture(scope="module")
-def delta(tmp_path_factory):
-    from pyspark.sql import SparkSession
-
-    from sparkmark.devtools.delta import delta_jars, delta_session_conf
-    from sparkmark.engine.spark import local_session
-    try:
-        jars = delta_jars(fetch=False)
-    except (LookupError, FileNotFoundError) as e:
-        _unavailable(str(e))
-    active = SparkSession.getActiveSession()
-    if active is not None:
-        if "DeltaSparkSessionExtension" in active.conf.get("spark.sql.extensions", ""):
-            yield active
-            return
-        _unavailable("a Spark session without Delta is already running in this process; run "
-                     "this module in a pytest process of its own (make test-delta)")
-    conf = delta_session_conf(jars=jars, snapshot_partitions=2)
-    conf["spark.sql.warehouse.dir"] = str(tmp_path_factory.mktemp("delta-wh"))
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    spark = local_session("sparkmark-delta-source-tests", extra_conf=conf)
-    yield spark
 
 
 class Table:

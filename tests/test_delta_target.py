@@ -36,36 +36,6 @@ MIN = 60_000
 JOB = "to_delta"
 
 
-def _unavailable(why: str) -> None:
-    if REQUIRED:
-        pytest.fail(f"SPARKMARK_REQUIRE_DELTA=1 but {why}")
-    pytest.skip(why)
-
-
-@pytest.fixture(scope="module")
-def delta(tmp_path_factory):
-    from pyspark.sql import SparkSession
-
-    from sparkmark.devtools.delta import delta_jars, delta_session_conf
-    from sparkmark.engine.spark import local_session
-    try:
-        jars = delta_jars(fetch=False)
-    except (LookupError, FileNotFoundError) as e:
-        _unavailable(str(e))
-    active = SparkSession.getActiveSession()
-    if active is not None:  # the Delta modules share one session (make test-delta)
-        if "DeltaSparkSessionExtension" in active.conf.get("spark.sql.extensions", ""):
-            yield active
-            return
-        _unavailable("a Spark session without Delta is already running in this process; run "
-                     "this module in a pytest process of its own (make test-delta)")
-    conf = delta_session_conf(jars=jars, snapshot_partitions=2)
-    conf["spark.sql.warehouse.dir"] = str(tmp_path_factory.mktemp("delta-wh"))
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    spark = local_session("sparkmark-delta-target", extra_conf=conf)
-    yield spark
-
-
 def add_batch(src: Path, name: str, ids: list[int], mtime: int) -> None:
     src.mkdir(parents=True, exist_ok=True)
     p = src / f"{name}.json"
@@ -263,7 +233,8 @@ DRIVER = textwrap.dedent("""
         sink._committed = die
     elif point == "after_commit":  # the state store committed; the publish never ran
         publish.publish_outputs = die
-    conf = dict(delta_session_conf(jars=delta_jars(fetch=False), snapshot_partitions=2))
+    conf = dict(delta_session_conf(jars=delta_jars(fetch=False), snapshot_partitions=2,
+                                   listing_parallelism=2))
     conf["spark.sql.warehouse.dir"] = wh
     spark = local_session("sparkmark-delta-crash", extra_conf=conf)
     job = Job(spark, state=state, clock=lambda: int(now)).init("%s", {"job_bookmark_option":
