@@ -41,14 +41,16 @@ CHANGE_COLUMNS = ("_change_type", "_change_ordinal", "_commit_snapshot_id")
 #: plan modes, as the bookmark's ReadMode spells them
 ALL, INCREMENTAL, REPLAY = "all", "incremental", "replay"
 
-def way_out(ctx: str) -> str:
-    """What to do about a table bookmark that cannot be continued (pure).
+def way_out(ctx: str, element: str = "snapshot") -> str:
+    """What to do about a table bookmark that cannot be continued (pure); ``element``: what the
+    table's bookmark counts (``snapshot`` for Iceberg, ``version`` for Delta).
 
     Example: ``way_out("orders_src").startswith("run `sparkmark bookmark reset")``
     """
-    return ("run `sparkmark bookmark reset JOB` to read the table again from its current "
-            "snapshot (`--run-id R` rewinds to an earlier run), or `sparkmark bookmark set JOB "
-            f"--ctx {ctx} --snapshot ID` to continue after a snapshot you choose")
+    current, value = ("current", "ID") if element == "snapshot" else ("latest", element.upper())
+    return (f"run `sparkmark bookmark reset JOB` to read the table again from its {current} "
+            f"{element} (`--run-id R` rewinds to an earlier run), or `sparkmark bookmark set JOB "
+            f"--ctx {ctx} --snapshot {value}` to continue after a {element} you choose")
 
 
 class Snapshot(NamedTuple):
@@ -77,6 +79,30 @@ def parse_on_non_append(raw: Any) -> str:
                           "use fail (the default), skip (the appended rows only) or changes "
                           "(change rows with _change_type)")
     return value
+
+
+def split_read_options(options: dict[str, Any] | None, rejected: Iterable[str],
+                       element: str = "snapshots") -> tuple[str, dict[str, str]]:
+    """``onNonAppend`` (validated) and the options passed through to the table's reader (pure);
+    an option of ``rejected`` (lower-case names) is one :class:`ConfigError`: the bookmark
+    decides which ``element`` are read.
+
+    Example: ``split_read_options({"onNonAppend": "Skip", "a": 1}, ()) == ("skip", {"a": "1"})``
+    """
+    policy: Any = None
+    rest: dict[str, str] = {}
+    refused = {str(r).lower() for r in rejected}
+    for key, value in dict(options or {}).items():
+        low = str(key).lower()
+        if low == "onnonappend":
+            policy = value
+        elif low in refused:
+            raise ConfigError(f"option {key!r} cannot be used with job.read.table: the bookmark "
+                              f"decides which {element} are read (disable bookmarks to read "
+                              "the whole table, or use pause with --job-bookmark-from/-to)")
+        else:
+            rest[str(key)] = str(value)
+    return parse_on_non_append(policy), rest
 
 
 def between(snapshots: Iterable[Snapshot], after: int | None, through: int

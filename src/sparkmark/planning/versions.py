@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, NamedTuple
 
 from sparkmark.core.errors import SourceError, StateCorruptError
+from sparkmark.planning import snapshots
 from sparkmark.planning.snapshots import (ALL, CHANGES, FAIL, REPLAY, SKIP, parse_on_non_append)
 
 __all__ = ["APPEND", "NO_CHANGE", "NON_APPEND", "AS_OF", "APPENDS", "CHANGELOG", "NOTHING",
@@ -56,9 +57,7 @@ def way_out(ctx: str) -> str:
 
     Example: ``way_out("orders_src").startswith("run `sparkmark bookmark reset")``
     """
-    return ("run `sparkmark bookmark reset JOB` to read the table again from its latest "
-            "version (`--run-id R` rewinds to an earlier run), or `sparkmark bookmark set JOB "
-            f"--ctx {ctx} --snapshot VERSION` to continue after a version you choose")
+    return snapshots.way_out(ctx, "version")
 
 
 class Commit(NamedTuple):

@@ -34,6 +34,7 @@ from sparkmark.core.errors import ConfigError, SourceError
 from sparkmark.core.run import ReadMode, RunContext
 from sparkmark.engine.fs import open_fs
 from sparkmark.engine.jvm import java_error_text
+from sparkmark.planning import snapshots as sp
 from sparkmark.planning import versions as vp
 
 if TYPE_CHECKING:
@@ -79,19 +80,7 @@ def split_options(options: dict[str, Any] | None) -> tuple[str, dict[str, str]]:
 
     Example: ``split_options({"onNonAppend": "skip"}) == ("skip", {})``
     """
-    policy: Any = None
-    rest: dict[str, str] = {}
-    for key, value in dict(options or {}).items():
-        low = str(key).lower()
-        if low == "onnonappend":
-            policy = value
-        elif low in REJECTED:
-            raise ConfigError(f"option {key!r} cannot be used with job.read.table: the bookmark "
-                              "decides which versions are read (disable bookmarks to read the "
-                              "whole table, or use pause with --job-bookmark-from/-to)")
-        else:
-            rest[str(key)] = str(value)
-    return vp.parse_on_non_append(policy), rest
+    return sp.split_read_options(options, REJECTED, "versions")
 
 
 class _Detail:

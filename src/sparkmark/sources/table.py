@@ -138,19 +138,7 @@ def split_options(options: dict[str, Any] | None) -> tuple[str, dict[str, str]]:
 
     Example: ``split_options({"onNonAppend": "skip", "split-size": 1 << 27})``
     """
-    policy: Any = None
-    rest: dict[str, str] = {}
-    for key, value in dict(options or {}).items():
-        low = str(key).lower()
-        if low == "onnonappend":
-            policy = value
-        elif low in REJECTED:
-            raise ConfigError(f"option {key!r} cannot be used with job.read.table: the bookmark "
-                              "decides which snapshots are read (disable bookmarks to read the "
-                              "whole table, or use pause with --job-bookmark-from/-to)")
-        else:
-            rest[str(key)] = str(value)
-    return sp.parse_on_non_append(policy), rest
+    return sp.split_read_options(options, REJECTED, "snapshots")
 
 
 def table_snapshots(meta: tablemeta.TableMetadata) -> list[sp.Snapshot]:
