@@ -324,6 +324,18 @@ class RunContext(Protocol):
         ...
 
 
+def has_new_input(run: RunContext) -> bool | None:
+    """Whether the run's bookmarked sources found new input so far: ``True``, ``False`` (each
+    read nothing new) or ``None`` (no bookmarked source yet, or a run context that does not
+    say: its optional ``new_input()``).  A sink may skip work on ``False`` only after it has
+    checked that its own DataFrame is empty (a DataFrame may hold rows of other inputs).
+
+    Example: ``if has_new_input(run) is False and df.isEmpty(): return 0``
+    """
+    ask = getattr(run, "new_input", None)
+    return ask() if callable(ask) else None
+
+
 def add_verifying_check(run: RunContext, check: Callable[[], None]) -> None:
     """Register ``check``, which only verifies, with ``run``: as ``concurrent=True`` when the
     run context takes that keyword, else as any commit check (a run context written before

@@ -758,6 +758,13 @@ class Job:
         self.require_active("add_commit_check")
         (self._concurrent_checks if concurrent else self._commit_checks).append(check)
 
+    def new_input(self) -> bool | None:
+        """Whether this run's bookmarked sources found new input so far (``None``: it read
+        none yet); see :func:`sparkmark.core.run.has_new_input`."""
+        if not self._sources:
+            return None
+        return any(s.get("new_input") for s in self._sources.values())
+
     def add_written(self, n: int) -> None:
         """Count ``n`` rows written to a target."""
         self._records_written += int(n)
