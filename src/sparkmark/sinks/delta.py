@@ -249,20 +249,29 @@ def latest_version(spark: "SparkSession", location: str) -> int:
 def commits(spark: "SparkSession", location: str, first: int, last: int
             ) -> dict[int, list[dict[str, Any]]]:
     """The actions of the commits ``first..last`` of the Delta table at ``location``, from its
-    log (``_delta_log/<version>.json``, one JSON action a line), by version.
+    log (``_delta_log/<version>.json``, one JSON action a line), by version; a version whose
+    file is gone (a log cleaned up) is a :class:`FileNotFoundError`.
 
-    Example: ``commits(spark, loc, 42, 42)[42]  # [{"commitInfo": {...}}, {"txn": ...}, ...]``
+    Example: ``commits(spark, loc, 42, 42)[42]  # [{"commitInfo": {...}}, {"add": ...}, ...]``
     """
-    if last < first:
-        return {}
-    log_dir = location.rstrip("/") + "/_delta_log/"
-    paths = [f"{log_dir}{v:020d}.json" for v in range(first, last + 1)]
-    found: dict[int, list[dict[str, Any]]] = {v: [] for v in range(first, last + 1)}
-    rows = spark.read.text(paths).selectExpr("value", "_metadata.file_name AS f").collect()
-    for value, name in rows:
-        if value and value.strip():
-            found[int(str(name)[:20])].append(json.loads(value))
+    found: dict[int, list[dict[str, Any]]] = {}
+    for v in range(first, last + 1):
+        actions = _commit_actions(spark, location, v)
+        if actions is None:
+            raise FileNotFoundError(f"version {v} is no longer in the log of Delta table "
+                                    f"{location}")
+        found[v] = actions
     return found
+
+
+def _commit_actions(spark: "SparkSession", location: str, version: int
+                    ) -> list[dict[str, Any]] | None:
+    """The actions of one commit (one small file read, no Spark job); ``None``: no such file."""
+    fs = file_system(spark, location)
+    text = fs.read_text(fs.path(f"{location.rstrip('/')}/_delta_log/{version:020d}.json"))
+    if text is None:
+        return None
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
 def _meta(actions: list[dict[str, Any]]) -> dict[str, Any]:
@@ -283,16 +292,28 @@ def _committed(spark: "SparkSession", out: DeltaOutput
     """The version of ``out``'s commit and its actions, or ``(None, [])``: none was made.
 
     ``out.version`` when the ledger has it (checked to be that commit); else the commit after
-    ``out.before`` whose ``txn`` is ``(out.app_id, out.txn_version)`` (Delta makes at most one).
+    ``out.before`` that names the write (``userMetadata``; a ``txn`` of ``(out.app_id,
+    out.txn_version)`` for commits sparkmark made before it stopped setting one).  The usual
+    case, the commit right after ``before``, is one small file read; a later one takes the
+    table's latest version and a read per version between.
     """
-    latest = latest_version(spark, out.location) if _has_table(spark, out.location) else -1
-    if out.version is not None and out.version <= latest:
-        actions = commits(spark, out.location, out.version, out.version)[out.version]
-        if _is_ours(actions, out):
+    if out.version is not None:
+        actions = _commit_actions(spark, out.location, out.version)
+        if actions is not None and _is_ours(actions, out):
             return out.version, actions
-    for version, actions in sorted(commits(spark, out.location, out.before + 1, latest).items()):
-        if _is_ours(actions, out):
-            return version, actions
+    first = out.before + 1
+    actions = _commit_actions(spark, out.location, first)
+    if actions is None:  # no version after ``before``: no commit (unless the log was cleaned)
+        if _has_table(spark, out.location) and latest_version(spark, out.location) >= first:
+            raise FileNotFoundError(f"version {first} is no longer in the log of Delta table "
+                                    f"{out.target}")
+        return None, []
+    if _is_ours(actions, out):
+        return first, actions
+    latest = latest_version(spark, out.location)
+    for version, acts in sorted(commits(spark, out.location, first + 1, latest).items()):
+        if _is_ours(acts, out):
+            return version, acts
     return None, []
 
 
