@@ -425,3 +425,30 @@ def test_unknown_statuses_are_found_on_every_backend_and_known_ones_never(state_
         with pytest.raises(StateCorruptError, match=f"run {rid} has status {status!r}"):
             store.begin_run("a", run_id=run_id, option="job-bookmark-enable", now=10 + n,
                             snapshot_ts=10 + n, lease_ms=60_000, pid=1)
+
+
+def test_a_process_that_opens_many_stores_keeps_a_bounded_number_of_files_open(tmp_path):
+    """Each store's engine is cached per URL; beyond MAX_ENGINES the least recently used are
+    disposed.  Before, a process that opened a store per job (a test worker, a scheduler)
+    kept every SQLite file (and its -wal, -shm) open and passed 1,024 descriptors, where
+    py4j's callback server (select()) failed."""
+    import os
+
+    from sparkmark.state import store_base
+
+    def open_fds() -> int:
+        return len(os.listdir("/proc/self/fd"))
+
+    store_base._ENGINES.clear()
+    before = open_fds()
+    n = store_base.MAX_ENGINES * 3
+    for i in range(n):
+        Job(None, state=f"sqlite:///{tmp_path}/s{i}.db").init(f"j{i}", {}).commit()
+    assert len(store_base._ENGINES) == store_base.MAX_ENGINES
+    grown = open_fds() - before
+    assert grown <= 3 * store_base.MAX_ENGINES + 8, grown  # not ~3 per store opened
+    # a store whose engine was pushed out (and disposed) still works, reading what it wrote
+    assert Bookmarks(f"sqlite:///{tmp_path}/s0.db").store.list_runs(job_name="j0")[0][
+        "status"] == "SUCCEEDED"
+    Job(None, state=f"sqlite:///{tmp_path}/s0.db").init("j0", {}).commit()
+    assert len(Bookmarks(f"sqlite:///{tmp_path}/s0.db").store.list_runs(job_name="j0")) == 2

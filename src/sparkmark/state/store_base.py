@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import os
 import threading
+from collections import OrderedDict
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator, NoReturn
@@ -33,9 +34,27 @@ _Q_JOB_LOCKED = _Q_JOB.with_for_update()
 SQLITE_CACHE_KIB = 32_768
 
 
-#: one engine per URL and process: (engine, the SQLite file's identity, its store id)
-_ENGINES: dict[str, tuple[Engine, Any, str | None]] = {}
+#: one engine per URL and process: (engine, the SQLite file's identity, its store id), the
+#: most recently used last.  At most MAX_ENGINES: a pooled SQLite connection holds 1-3 file
+#: descriptors (the file, its -wal and -shm), and a process that opens many stores (a
+#: scheduler's worker, a test run: a store per test) would otherwise keep every one open until
+#: it passes 1,024 descriptors, where py4j's callback server (select()) stops working.  An
+#: engine pushed out is disposed (its pooled connections closed); a store still holding it
+#: opens a new connection when it next needs one.
+_ENGINES: "OrderedDict[str, tuple[Engine, Any, str | None]]" = OrderedDict()
 _ENGINES_LOCK = threading.Lock()
+MAX_ENGINES = 32
+
+
+def _keep_engine(key: str, entry: tuple[Engine, Any, str | None]) -> None:
+    """Cache ``entry`` as the most recently used (under ``_ENGINES_LOCK``), disposing the least
+    recently used engines beyond :data:`MAX_ENGINES`."""
+    _ENGINES[key] = entry
+    _ENGINES.move_to_end(key)
+    while len(_ENGINES) > MAX_ENGINES:
+        _, (old, _, _) = _ENGINES.popitem(last=False)
+        if old is not entry[0]:
+            old.dispose()
 
 
 def _missing_table(error: DBAPIError) -> bool:
@@ -180,7 +199,7 @@ class StoreBase:
                 cached = _ENGINES.get(key)
                 if cached is not None and cached[0] is self.engine and \
                         cached[1] == self.file_identity:
-                    _ENGINES[key] = (self.engine, self.file_identity, self.store_id)
+                    _keep_engine(key, (self.engine, self.file_identity, self.store_id))
 
     def check_same_store(self, conn: Connection) -> None:
         """Refuse to go on when the store is no longer the one this object opened: its SQLite
@@ -246,6 +265,7 @@ class StoreBase:
                 engine, identity, known_id = cached
                 if identity == _sqlite_identity(engine):
                     self._password = engine.url.password
+                    _ENGINES.move_to_end(key)
                     return engine, known_id
                 engine.dispose()
             engine = self._create_engine()
@@ -257,7 +277,7 @@ class StoreBase:
                         schema.ensure_schema(conn)
                     else:
                         schema.check_readable(conn, self.display_url)
-            _ENGINES[key] = (engine, _sqlite_identity(engine), None)
+            _keep_engine(key, (engine, _sqlite_identity(engine), None))
             return engine, None
 
     def _refuse_empty_file(self) -> None:
