@@ -342,3 +342,19 @@ def add_verifying_check(run: RunContext, check: Callable[[], None]) -> None:
         run.add_commit_check(check, concurrent=True)
     else:
         run.add_commit_check(check)
+
+
+def add_after_commit(run: RunContext, action: Callable[[], None]) -> bool:
+    """Have ``run`` call ``action()`` after its state commit (never after a failure), where the
+    run context offers that (``add_after_commit``, as :class:`~sparkmark.lifecycle.job.Job`
+    does); returns whether it will.  A run context without it never runs the action: what it
+    does must then be safe to leave to a later run (an event message not deleted comes back
+    and reads nothing).
+
+    Example: ``add_after_commit(run, lambda: queue.delete(ids))``
+    """
+    hook = getattr(run, "add_after_commit", None)
+    if not callable(hook):
+        return False
+    hook(action)
+    return True

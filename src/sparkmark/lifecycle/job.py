@@ -195,6 +195,7 @@ class Job:
         self._heartbeat: Heartbeat | None = None
         self._commit_checks: list[Callable[[], None]] = []
         self._concurrent_checks: list[Callable[[], None]] = []
+        self._after_commit: list[Callable[[], None]] = []
         self._files_read: list[tuple[str | None, Sequence[FileRead]]] = []
         self._early_audits: list[EarlyAudit] = []
         # files recorded for a ctx whose record_read has not followed yet (record_files)
@@ -412,6 +413,12 @@ class Job:
         self._stop()
         # The run is committed: from here on its output must appear (roll forward on crash).
         publish_.publish_outputs(self.spark, self.store, run_id, self._outputs)
+        for action in self._after_commit:  # e.g. delete the event messages the run settled
+            try:
+                action()
+            except Exception as e:  # noqa: BLE001 - the run committed; the action is redone
+                log.warning("sparkmark: run %s committed, but an after-commit step failed (%s); "
+                            "the next run repeats it", run_id, _error_text(e))
         return version
 
     def _commit_outcome(self, error: BaseException, run_id: str) -> int | None:
@@ -757,6 +764,18 @@ class Job:
         """
         self.require_active("add_commit_check")
         (self._concurrent_checks if concurrent else self._commit_checks).append(check)
+
+    def add_after_commit(self, action: Callable[[], None]) -> None:
+        """Run ``action()`` once this run's state has committed (and its output published),
+        never when the run fails.  For work that must follow the commit and may be lost with
+        the process, e.g. deleting the event messages a file source settled: a run that dies
+        before it does them leaves them to the next run, which must find them harmless.  An
+        exception from it is logged, not raised (the run is committed)::
+
+            job.add_after_commit(lambda: queue.delete(messages))
+        """
+        self.require_active("add_after_commit")
+        self._after_commit.append(action)
 
     def add_written(self, n: int) -> None:
         """Count ``n`` rows written to a target."""

@@ -526,7 +526,8 @@ def plan_events(messages: Sequence[EventMessage], roots: Sequence[EventRoot],
     waiting = len(candidates) - len(ready)
     limit, stopped = _bounded(ready, band)
     taken = ready[:limit]
-    read = {f.path for f in taken}
+    taken_set = set(taken)
+    read = {p for p, f in candidates.items() if f in taken_set}  # by the path events give
     files = dict(previous.files)
     for f in taken:
         files[path_hash(f.path)] = f.mtime
