@@ -121,3 +121,198 @@ def test_events_runs_take_new_objects_from_the_queue_and_the_ledger_says_how(
     rows, info = run(spark, sqlite_url, clock, src, out, opts)
     assert rows == [] and info["backfill"] is True, info
     assert info["discovery_reason"] == "backfillInterval is due", info
+
+
+# ---------------------------------------------------------------------- faults
+class Forwarder:
+    """Moves the bucket's notifications from its own queue to the job's queue, with faults:
+    each message may be dropped, duplicated or held back for 1-3 runs, and what is sent in
+    one go is shuffled (reordered)."""
+
+    def __init__(self, sqs, raw: str, job: str, rnd: random.Random):
+        self.sqs, self.raw, self.job, self.rnd = sqs, raw, job, rnd
+        self.held: list[tuple[int, str]] = []
+        self.counts = {"dropped": 0, "duplicated": 0, "delayed": 0, "sent": 0}
+
+    def drain(self) -> list[str]:
+        bodies = []
+        while True:
+            got = self.sqs.receive_message(QueueUrl=self.raw, MaxNumberOfMessages=10,
+                                           VisibilityTimeout=30).get("Messages", [])
+            if not got:
+                return bodies
+            for m in got:
+                bodies.append(m["Body"])
+                self.sqs.delete_message(QueueUrl=self.raw, ReceiptHandle=m["ReceiptHandle"])
+
+    def step(self, now_run: int, *, faults: bool = True) -> None:
+        out = []
+        for b in self.drain():
+            roll = self.rnd.random()
+            if faults and roll < 0.15:
+                self.counts["dropped"] += 1
+                continue
+            if faults and roll < 0.35:
+                self.counts["delayed"] += 1
+                self.held.append((now_run + self.rnd.randint(1, 3), b))
+                continue
+            out.append(b)
+            if faults and self.rnd.random() < 0.2:
+                self.counts["duplicated"] += 1
+                out.append(b)
+        due = [b for r, b in self.held if r <= now_run or not faults]
+        self.held = [(r, b) for r, b in self.held if r > now_run and faults]
+        out += due
+        self.rnd.shuffle(out)
+        for b in out:
+            self.sqs.send_message(QueueUrl=self.job, MessageBody=b)
+        self.counts["sent"] += len(out)
+
+
+def test_a_seeded_timeline_with_lost_duplicate_late_and_reordered_events_reads_each_once(
+        spark, s3, sqlite_url, clock, tmp_path):
+    rnd = random.Random(62)
+    raw = s3.server.create_queue(f"{s3.name}-raw")
+    job_queue = s3.server.create_queue(f"{s3.name}-job", visibility_s=1)
+    s3.notify(raw)
+    fwd = Forwarder(s3.server.sqs_client(), raw, job_queue, rnd)
+    src, out = s3.url("in"), str(tmp_path / "out")
+    opts = events_options(job_queue)
+    current: dict[str, int] = {}       # key -> version now in the bucket
+    put_at: dict[str, float] = {}      # key -> wall time of its last put (S3 stamps seconds)
+    versions = iter(range(1, 10**6))
+    backfills = []
+
+    def put(key: str) -> None:
+        v = next(versions)
+        s3.put(key, body(key.split("/")[-1], v))
+        put_at[key] = time.time()
+        if key.startswith("in/") and not key.startswith("in/_"):
+            current[key.split("/")[-1]] = v
+
+    for n in range(20):
+        for _ in range(rnd.randint(1, 4)):
+            roll = rnd.random()
+            reusable = [k for k, t in put_at.items() if time.time() - t > 1.1]
+            if roll < 0.15 and current:
+                name = rnd.choice(sorted(current))
+                s3.delete(f"in/{name}")
+                del current[name]
+            elif roll < 0.4 and reusable:      # overwrite (or put again after a delete)
+                put(rnd.choice(sorted(reusable)))
+            elif roll < 0.5:                   # outside the paths, or hidden
+                put(rnd.choice(["other/", "in/_tmp/"]) + f"o{n}.json")
+            else:
+                put(f"in/k{n:02d}{rnd.randint(0, 99):02d}.json")
+        fwd.step(n)
+        if n in (7, 14):
+            clock.offset += HOUR                 # backfillInterval (1 hour) is due
+        rows, info = run(spark, sqlite_url, clock, src, out, opts)
+        if info["backfill"]:
+            backfills.append(n)
+        rows_now = target(spark, out)
+        assert len(rows_now) == len(set(rows_now)), f"run {n} read a version twice: {info}"
+    assert backfills == [0, 7, 14], backfills
+    assert fwd.counts["dropped"] and fwd.counts["duplicated"] and fwd.counts["delayed"]
+    # every held event is delivered; a last backfill finds the objects whose events were lost
+    fwd.step(20, faults=False)
+    clock.offset += HOUR
+    run(spark, sqlite_url, clock, src, out, opts)
+    time.sleep(1.2)                              # messages kept for later come back
+    rows, info = run(spark, sqlite_url, clock, src, out, opts)
+    assert rows == [], info
+    rows_now = target(spark, out)
+    assert len(rows_now) == len(set(rows_now)), "a version was read twice"
+    assert {(k, v) for k, v in current.items()} <= set(rows_now), "a current object is missing"
+    assert not [k for k, _ in rows_now if k.startswith("o")], "an object outside was read"
+
+
+def test_a_run_killed_between_its_state_commit_and_its_message_deletes_reads_nothing_twice(
+        spark, s3, sqlite_url, clock, tmp_path):
+    queue = s3.server.create_queue(f"{s3.name}-q", visibility_s=1)
+    s3.notify(queue)
+    src, out = s3.url("in"), str(tmp_path / "out")
+    opts = events_options(queue)
+    s3.put("in/a.json", body("a", 1))
+    assert run(spark, sqlite_url, clock, src, out, opts)[0] == [("a", 1)]
+    s3.put("in/b.json", body("b", 2))
+    s3.put("in/c.json", body("c", 3))
+
+    def killed(job):  # the process dies right after the state commit: no delete runs
+        def die():
+            raise SystemExit("killed after the state commit")
+        job.add_after_commit(die)
+
+    with pytest.raises(SystemExit):
+        run(spark, sqlite_url, clock, src, out, opts, before_commit=killed)
+    runs = Job(spark, state=sqlite_url, clock=clock).store.list_runs(job_name="ev")
+    assert runs[-1]["status"] == "SUCCEEDED"
+    assert target(spark, out) == [("a", 1), ("b", 2), ("c", 3)]
+    time.sleep(1.2)  # the queue's visibility timeout: the undeleted messages come back
+    rows, info = run(spark, sqlite_url, clock, src, out, opts)
+    assert rows == [] and info["events_ignored_why"] == {"already read": 2}, info
+    assert info["messages_to_delete"] == 2, info
+    time.sleep(1.2)
+    rows, info = run(spark, sqlite_url, clock, src, out, opts)
+    assert rows == [] and info["events"] == 0, info  # deleted this time
+    assert target(spark, out) == [("a", 1), ("b", 2), ("c", 3)]
+
+
+def test_switching_from_listing_to_events_and_back_reads_each_object_once(
+        spark, s3, sqlite_url, clock, tmp_path):
+    queue = s3.server.create_queue(f"{s3.name}-q", visibility_s=1)
+    s3.notify(queue)
+    src, out = s3.url("in"), str(tmp_path / "out")
+    events, listing = events_options(queue), {}
+
+    def step(key: str, options: dict) -> tuple[list, dict]:
+        s3.put(f"in/{key}.json", body(key, ord(key)))
+        return run(spark, sqlite_url, clock, src, out, options)
+
+    s3.put("in/a.json", body("a", ord("a")))
+    assert step("b", listing)[0] == [("a", 97), ("b", 98)]
+    rows, info = step("c", events)
+    assert rows == [("c", 99)] and info["backfill"], info
+    assert info["discovery_reason"] == "switched from listing", info
+    rows, info = step("d", events)
+    assert rows == [("d", 100)] and not info["backfill"], info
+    rows, info = step("e", listing)
+    assert rows == [("e", 101)] and "discovery" not in info, info
+    rows, info = step("f", events)  # the queue still holds e's event: covered by the state
+    assert rows == [("f", 102)] and info["discovery_reason"] == "switched from listing", info
+    rows, info = step("g", events)
+    assert rows == [("g", 103)] and not info["backfill"], info
+    assert target(spark, out) == [(k, ord(k)) for k in "abcdefg"]
+
+
+def test_bad_input_is_one_clear_error_that_changes_no_committed_state(
+        spark, s3, sqlite_url, clock, tmp_path):
+    queue = s3.server.create_queue(f"{s3.name}-q", visibility_s=1)
+    s3.notify(queue)
+    src, out = s3.url("in"), str(tmp_path / "out")
+    s3.put("in/a.json", body("a", 1))
+    run(spark, sqlite_url, clock, src, out, events_options(queue))
+    store = Job(spark, state=sqlite_url, clock=clock).store
+    before = store.current_version("ev")
+    s3.put("in/b.json", body("b", 2))
+    missing = f"{s3.server.endpoint}/123456789012/no-such-queue"
+    cases = [(events_options(missing), SourceError, "cannot receive from the SQS queue"),
+             (events_options("http://127.0.0.1:9/123456789012/q"), SourceError,
+              "cannot receive from the SQS queue"),
+             (events_options(queue, backfillInterval="often"), ConfigError,
+              "backfillInterval='often' is not a duration"),
+             ({"fileDiscovery": "events"}, ConfigError, "needs queueUrl"),
+             (events_options(queue, incrementalListing="true"), ConfigError,
+              "incrementalListing does not apply")]
+    for options, error, words in cases:
+        with pytest.raises(error, match=words):
+            with Job(spark, state=sqlite_url, clock=clock).run("ev", ENABLE) as job:
+                job.read.files(src, format="json", transformation_ctx="src", options=options)
+        after = store.current_version("ev")
+        assert (after.version, after.state) == (before.version, before.state)
+    with pytest.raises(ConfigError, match="needs S3 paths"):
+        with Job(spark, state=sqlite_url, clock=clock).run("local", ENABLE) as job:
+            job.read.files(str(tmp_path), format="json", transformation_ctx="src",
+                           options=events_options(queue))
+    # and the input is still there for the next good run
+    assert run(spark, sqlite_url, clock, src, out, events_options(queue))[0] == [("b", 2)]
