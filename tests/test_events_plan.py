@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from sparkmark.core.errors import ConfigError
 from sparkmark.planning.bands import BandOptions, BandState, FileEntry, plan_band
-from sparkmark.planning.events import (EventMessage, EventOptions, backfill_due,
+from sparkmark.planning.events import (EventMessage, EventOptions, after_listing, backfill_due,
                                        event_path, parse_backfill_interval, parse_body,
                                        plan_events, roots_of, settled_by_listing,
                                        split_event_options, wanted_paths, with_marker)
@@ -101,6 +101,8 @@ def test_backfill_is_due_first_after_listing_after_the_interval_and_for_another_
     other = EventOptions("events", QUEUE + "2", 1_000)
     assert backfill_due(marked, 500, other) == (True, "another queue")
     assert with_marker(marked.extra, EventOptions(), None) == {}
+    bounded = BandState(low=10, extra=after_listing(marked.extra, opts, 400, deferred=3))
+    assert backfill_due(bounded, 500, opts) == (True, "the last backfill left files for later")
 
 
 def test_an_event_run_keeps_messages_for_files_it_leaves_for_later():
@@ -169,7 +171,8 @@ def simulate(seed: int, runs: int, *, p_drop: float, p_dup: float, p_delay: floa
             plan = plan_band(listing, state, T, band)
             new = BandState(low=plan.state.low, high=plan.state.high,
                             listing_ts=plan.state.listing_ts, band=plan.state.band,
-                            files=plan.state.files, extra=with_marker(plan.state.extra, opts, T))
+                            files=plan.state.files,
+                            extra=after_listing(plan.state.extra, opts, T, plan.deferred))
             selected = list(plan.selected)
             delete, _keep = settled_by_listing(received, ROOTS, {f.path: f for f in listing},
                                                new, band)
@@ -199,8 +202,13 @@ def simulate(seed: int, runs: int, *, p_drop: float, p_dup: float, p_delay: floa
             t += 1
         one_run(run)
     assert len(read) == len(set(read)), "a version was read twice"
-    for extra in range(runs, runs + 4):  # a last backfill, then whatever it left for later
+    # a last backfill, then the runs that read what it left for later (a bound lists again
+    # until a backfill finishes) and what the messages still held back name
+    for extra in range(runs, runs + 60):
         one_run(extra, force_backfill=extra == runs)
+        assert state is not None
+        if extra >= runs + 3 and not dict(state.extra["events"]).get("incomplete"):
+            break
     assert len(read) == len(set(read)), "a version was read twice"
     assert {(f"s3a://lake/{k}", m) for k, m in objects.items()} <= set(read), \
         "an object's current version was never read"

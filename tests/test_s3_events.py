@@ -59,7 +59,8 @@ def run(spark, url, clock, src, out, options, *, name="ev", before_commit=None
     job = Job(spark, state=url, clock=clock).init(name, ENABLE)
     if before_commit is not None:
         before_commit(job)
-    df = job.read.files(src, format="json", transformation_ctx="src", options=options)
+    df = job.read.files(src, format="json", transformation_ctx="src",
+                        options={"schema": "key string, v long", **options})
     rows = ([(r.key, int(r.v)) for r in df.select("key", "v").collect()]
             if "key" in df.columns else [])
     if rows:

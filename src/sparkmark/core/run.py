@@ -255,6 +255,8 @@ class RunContext(Protocol):
     """The narrow, public seam between a run and its sources and sinks.
 
     :class:`~sparkmark.lifecycle.job.Job` implements it; a test or a new source can implement it too.
+    One more method is optional (a run context without it still is one): ``add_after_commit``
+    (work after the state commit, never after a failure; see :func:`add_after_commit`).
     Example of a source written against it::
 
         def read_numbers(run: RunContext, ctx: str) -> DataFrame:

@@ -390,6 +390,8 @@ def backfill_due(previous: BandState | None, listing_ts: int, opts: EventOptions
         return True, "switched from listing"
     if marker.get("queue") != opts.queue_url:
         return True, "another queue"
+    if marker.get("incomplete"):
+        return True, "the last backfill left files for later"
     try:
         last = int(marker.get("backfill_ts"))  # type: ignore[arg-type]
     except (TypeError, ValueError):
@@ -415,6 +417,24 @@ def with_marker(extra: Mapping[str, Any], opts: EventOptions, backfill_ts: int |
     previous: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
     ts = backfill_ts if backfill_ts is not None else previous.get("backfill_ts")
     out[EVENTS_KEY] = {"backfill_ts": ts, "queue": opts.queue_url}
+    return out
+
+
+def after_listing(extra: Mapping[str, Any], opts: EventOptions, listing_ts: int,
+                  deferred: int) -> dict[str, Any]:
+    """The ``extra`` a listing run commits: in event mode the backfill counts as done at
+    ``listing_ts`` only when no bound left files for later (``deferred``); else the marker
+    says ``incomplete`` and the next run lists again (the events of the files left behind may
+    have been lost).  In listing mode the marker goes
+    (:func:`with_marker`).
+
+    >>> opts = EventOptions("events", "https://sqs.x/1/q")
+    >>> after_listing({}, opts, 5, 0)["events"]["backfill_ts"], after_listing({}, opts, 5, 2)
+    (5, {'events': {'backfill_ts': None, 'queue': 'https://sqs.x/1/q', 'incomplete': True}})
+    """
+    out = with_marker(extra, opts, listing_ts if not deferred else None)
+    if deferred and opts.enabled:
+        out[EVENTS_KEY]["incomplete"] = True
     return out
 
 

@@ -43,8 +43,8 @@ from sparkmark.engine.fs import storage_secrets
 from sparkmark.engine.gcpause import gc_paused
 from sparkmark.planning.bands import (BandState, FileEntry, plan_all, plan_band, plan_replay,
                                       split_options)
-from sparkmark.planning.events import (EventPlan, check_event_paths, plan_events,
-                                       split_event_options, with_marker)
+from sparkmark.planning.events import (EventPlan, after_listing, check_event_paths,
+                                       plan_events, split_event_options, with_marker)
 from sparkmark.planning.filecolumns import FileColumns, total_size
 from sparkmark.planning.latefiles import LatePlan, SettledSketch, path_keys, plan_late
 from sparkmark.planning.listing import ListingState, choose_listing
@@ -224,7 +224,8 @@ def read_files(run: RunContext, path: str | Sequence[str], *, format: str = "jso
         state = ev_plan.state
         extra = dict(ev_plan.state.extra)
     if state is not None:
-        extra = with_marker(extra, ev_opts, None if from_events else bookmark.listing_ts)
+        extra = (with_marker(extra, ev_opts, None) if plan is None else
+                 after_listing(extra, ev_opts, int(bookmark.listing_ts or 0), plan.deferred))
         if listing.state is not None and plan is not None:
             extra["listing"] = ListingState(**{**listing.state.__dict__,
                                                "pending": plan.deferred + plan.waiting}
