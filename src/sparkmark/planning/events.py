@@ -358,18 +358,6 @@ def wanted_paths(messages: Sequence[EventMessage], roots: Sequence[EventRoot],
 
 
 # ---------------------------------------------------------------------- backfill
-def events_marker(previous: BandState | None) -> Mapping[str, Any] | None:
-    """What the element says of the event mode (``None``: the last run listed in listing
-    mode, or nothing was processed yet).
-
-    Example: ``events_marker(BandState(extra={"events": {"backfill_ts": 5}}))["backfill_ts"]``
-    """
-    if previous is None:
-        return None
-    marker = previous.extra.get(EVENTS_KEY)
-    return marker if isinstance(marker, Mapping) else None
-
-
 def backfill_due(previous: BandState | None, listing_ts: int, opts: EventOptions
                  ) -> tuple[bool, str]:
     """Whether an event-mode run lists in full, and why: the first run, the first run after
@@ -385,8 +373,8 @@ def backfill_due(previous: BandState | None, listing_ts: int, opts: EventOptions
     """
     if previous is None or previous.low is None and not previous.files:
         return True, "first run"
-    marker = events_marker(previous)
-    if marker is None:
+    marker = previous.extra.get(EVENTS_KEY)
+    if not isinstance(marker, Mapping):
         return True, "switched from listing"
     if marker.get("queue") != opts.queue_url:
         return True, "another queue"

@@ -240,7 +240,8 @@ def read_files(run: RunContext, path: str | Sequence[str], *, format: str = "jso
     if discovery is not None:
         info.update(discovery.info())
         if ev_plan is not None:
-            settled = [m for m in discovery.messages if m.id in set(ev_plan.delete)]
+            done = set(ev_plan.delete)
+            settled = [m for m in discovery.messages if m.id in done]
         elif state is not None:
             settled, ev_counts = backfill_settles(listing, discovery, state, band_opts,
                                                   selected)
