@@ -266,7 +266,12 @@ def event_listing(spark: "SparkSession", paths: Sequence[str], messages: Sequenc
             files = [FileEntry(mtime, p, size) for p, is_dir, size, mtime in found
                      if not is_dir]
             current[path] = files[0] if files else None
-    out.entries.extend(sorted({f for f in current.values() if f is not None}))
+    found_files = sorted({f for f in current.values() if f is not None})
+    out.entries.extend(found_files)
+    for f in found_files:  # for check_partition_layout, as a listing gives them
+        base = next((r for r in out.dir_roots if f.path.startswith(r + "/")), None)
+        if base is not None:
+            out.file_dirs.append((base, f.path.rpartition("/")[0], f.path))
     return out, event_roots, current
 
 

@@ -137,7 +137,7 @@ def read_files(run: RunContext, path: str | Sequence[str], *, format: str = "jso
         else:
             listing = list_inputs(run.spark, paths, band_opts, decide=decide,
                                   listing_ts=int(bookmark.listing_ts or 0))
-            check_partition_layout(listing)
+        check_partition_layout(listing)  # (events: among the objects the messages name)
         if previous is None:  # a run that reads (about) every file: the listing itself in
             # order, once (a view of it is then what the run reads, and a listing that came in
             # another order is not held twice)
