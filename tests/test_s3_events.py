@@ -349,3 +349,33 @@ def test_pending_answers_from_the_queue_without_consuming_a_message(
     clock.offset += HOUR  # a backfill is due: the answer is the listing's
     due = pending()
     assert not due.new_input and due.events is None and due.listed == 2, due
+
+
+def test_the_glue_layer_takes_the_discovery_options_in_format_options(
+        spark, s3, sqlite_url, clock):
+    from sparkmark.glue.context import GlueContext
+    from sparkmark.glue.job import Job as GlueJob
+    glue = GlueContext(spark.sparkContext)
+    queue = s3.server.create_queue(f"{s3.name}-q", visibility_s=1)
+    s3.notify(queue)
+    fmt = {"fileDiscovery": "events", "queueUrl": queue, "backfillInterval": "1 hour"}
+
+    def glue_run() -> tuple[list, dict]:
+        job = GlueJob(glue, state=sqlite_url, clock=clock)
+        job.init("glue_ev", {"job_bookmark_option": "job-bookmark-enable"})
+        frame = glue.create_dynamic_frame.from_options(
+            "s3", {"paths": [f"s3://{s3.name}/in"]}, format="json", format_options=fmt,
+            transformation_ctx="src")
+        df = frame.toDF()
+        rows = sorted(r.key for r in df.collect()) if "key" in df.columns else []
+        job.commit()
+        info = json.loads(Job(spark, state=sqlite_url).store.list_runs(
+            job_name="glue_ev")[-1]["config"])["sources"]["src"]
+        return rows, info
+
+    s3.put("in/a.json", body("a", 1))
+    rows, info = glue_run()
+    assert rows == ["a"] and info["backfill"] is True, info
+    s3.put("in/b.json", body("b", 2))
+    rows, info = glue_run()
+    assert rows == ["b"] and info["backfill"] is False and info["events_taken"] == 1, info
