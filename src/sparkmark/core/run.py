@@ -255,6 +255,8 @@ class RunContext(Protocol):
     """The narrow, public seam between a run and its sources and sinks.
 
     :class:`~sparkmark.lifecycle.job.Job` implements it; a test or a new source can implement it too.
+    One more method is optional (a run context without it still is one): ``add_after_commit``
+    (work after the state commit, never after a failure; see :func:`add_after_commit`).
     Example of a source written against it::
 
         def read_numbers(run: RunContext, ctx: str) -> DataFrame:
@@ -354,3 +356,19 @@ def add_verifying_check(run: RunContext, check: Callable[[], None]) -> None:
         run.add_commit_check(check, concurrent=True)
     else:
         run.add_commit_check(check)
+
+
+def add_after_commit(run: RunContext, action: Callable[[], None]) -> bool:
+    """Have ``run`` call ``action()`` after its state commit (never after a failure), where the
+    run context offers that (``add_after_commit``, as :class:`~sparkmark.lifecycle.job.Job`
+    does); returns whether it will.  A run context without it never runs the action: what it
+    does must then be safe to leave to a later run (an event message not deleted comes back
+    and reads nothing).
+
+    Example: ``add_after_commit(run, lambda: queue.delete(ids))``
+    """
+    hook = getattr(run, "add_after_commit", None)
+    if not callable(hook):
+        return False
+    hook(action)
+    return True

@@ -117,6 +117,27 @@ class S3Server:
         """:meth:`hadoop_conf` as ``spark.hadoop.*`` session settings."""
         return {"spark.hadoop." + k: v for k, v in self.hadoop_conf(bucket).items()}
 
+    def sqs_client(self) -> Any:
+        """A boto3 SQS client for this server (moto serves SQS on the same port).
+
+        Example: ``server.sqs_client().create_queue(QueueName="lake-events")``
+        """
+        import boto3
+        from botocore.config import Config
+        return boto3.client("sqs", endpoint_url=self.endpoint, region_name=REGION,
+                            aws_access_key_id=self.access_key,
+                            aws_secret_access_key=self.secret_key,
+                            config=Config(retries={"max_attempts": 1}))
+
+    def create_queue(self, name: str, *, visibility_s: int = 30) -> str:
+        """Create the SQS queue ``name`` (moto only) with a message ``VisibilityTimeout`` of
+        ``visibility_s``; returns its URL.
+
+        Example: ``url = server.create_queue("lake-events", visibility_s=1)``
+        """
+        return self.sqs_client().create_queue(
+            QueueName=name, Attributes={"VisibilityTimeout": str(visibility_s)})["QueueUrl"]
+
     def configure(self, spark: Any, bucket: str | None = None) -> None:
         """Point a running classic session's Hadoop configuration at this server (file
         systems created afterwards use it; per-bucket keys leave other buckets alone)."""
@@ -206,6 +227,24 @@ class Bucket:
 
     def delete(self, key: str) -> None:
         self._client.delete_object(Bucket=self.name, Key=key)
+
+    def notify(self, queue_url: str, prefix: str = "") -> None:
+        """Send this bucket's ``s3:ObjectCreated:*`` and ``s3:ObjectRemoved:*`` event
+        notifications (for keys under ``prefix``) to the SQS queue at ``queue_url``, as
+        ``aws s3api put-bucket-notification-configuration`` does.  moto then delivers one
+        ``s3:TestEvent`` and a message per change (a multipart upload: two).
+
+        Example: ``b.notify(server.create_queue("lake-events"), prefix="in/")``
+        """
+        sqs = self.server.sqs_client()
+        arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])[
+            "Attributes"]["QueueArn"]
+        config: dict[str, Any] = {"QueueArn": arn,
+                                  "Events": ["s3:ObjectCreated:*", "s3:ObjectRemoved:*"]}
+        if prefix:
+            config["Filter"] = {"Key": {"FilterRules": [{"Name": "prefix", "Value": prefix}]}}
+        self._client.put_bucket_notification_configuration(
+            Bucket=self.name, NotificationConfiguration={"QueueConfigurations": [config]})
 
 
 def is_list_request(method: str, path: str, query: str) -> bool:

@@ -70,8 +70,10 @@ def _read_files(spark: Any, job: "SparkmarkJob | None", paths_: list[str], fmt: 
         df = job.read.files(mapped, format=spark_fmt, transformation_ctx=ctx, options=merged)
     else:  # no running job: everything, read the way sparkmark's file source reads it
         from sparkmark.planning.bands import plan_all, split_options
+        from sparkmark.planning.events import split_event_options
         from sparkmark.sources import files as file_source
-        band_opts, rest = split_options({**options, **reader_opts})
+        _events, given = split_event_options({**options, **reader_opts})  # all is read anyway
+        band_opts, rest = split_options(given)
         opts, schema = file_source.reader_options(file_source.check_format(spark_fmt), rest)
         listing = file_source.list_inputs(spark, mapped, band_opts)
         df = file_source.load(spark, spark_fmt, plan_all(listing.entries), listing, opts,

@@ -195,6 +195,7 @@ class Job:
         self._heartbeat: Heartbeat | None = None
         self._commit_checks: list[Callable[[], None]] = []
         self._concurrent_checks: list[Callable[[], None]] = []
+        self._after_commit: list[Callable[[], None]] = []
         self._files_read: list[tuple[str | None, Sequence[FileRead]]] = []
         self._early_audits: list[EarlyAudit] = []
         # files recorded for a ctx whose record_read has not followed yet (record_files)
@@ -412,6 +413,12 @@ class Job:
         self._stop()
         # The run is committed: from here on its output must appear (roll forward on crash).
         publish_.publish_outputs(self.spark, self.store, run_id, self._outputs)
+        for action in self._after_commit:  # e.g. delete the event messages the run settled
+            try:
+                action()
+            except Exception as e:  # noqa: BLE001 - the run committed; the action is redone
+                log.warning("sparkmark: run %s committed, but an after-commit step failed (%s); "
+                            "the next run repeats it", run_id, _error_text(e))
         return version
 
     def _commit_outcome(self, error: BaseException, run_id: str) -> int | None:
@@ -764,6 +771,18 @@ class Job:
         if not self._sources:
             return None
         return any(s.get("new_input") for s in self._sources.values())
+
+    def add_after_commit(self, action: Callable[[], None]) -> None:
+        """Run ``action()`` once this run's state has committed (and its output published),
+        never when the run fails.  For work that must follow the commit and may be lost with
+        the process, e.g. deleting the event messages a file source settled: a run that dies
+        before it does them leaves them to the next run, which must find them harmless.  An
+        exception from it is logged, not raised (the run is committed)::
+
+            job.add_after_commit(lambda: queue.delete(messages))
+        """
+        self.require_active("add_after_commit")
+        self._after_commit.append(action)
 
     def add_written(self, n: int) -> None:
         """Count ``n`` rows written to a target."""

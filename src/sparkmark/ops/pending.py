@@ -21,6 +21,16 @@ Give the same ``options`` (``maxBand``, ``exclusions``, ``recurse``, ``boundedFi
 ``lateFiles``, ...; for JDBC ``bookmark_keys``/``sort_order``) that the job gives its read, so
 the answer matches what the run will do. The answer is for an incremental run (bookmarks
 enabled): a job run with ``job-bookmark-disable`` reads everything anyway.
+
+With ``fileDiscovery=events`` (and ``queueUrl``) the answer comes from the queue when the next
+run would take events: the queue's ``ApproximateNumberOfMessages`` (one
+``GetQueueAttributes`` call; no message is received, so none is consumed, made invisible, or
+counted towards a dead-letter queue's ``maxReceiveCount``, as a receive with
+``VisibilityTimeout=0`` would).  Any visible message says "new input"; it may name only
+objects already read, a removal or S3's test event, and the run then ends ``EMPTY`` (a cheap
+false positive, never a lost one).  When the next run would list instead (its first run,
+after a switch from listing, or ``backfillInterval`` due) the answer is the listing's, as
+without events.  ``PendingInput.events`` is the count the queue gave.
 """
 from __future__ import annotations
 
@@ -60,6 +70,7 @@ class PendingInput:
     sample: tuple[str, ...] = field(default_factory=tuple)
     lower: Any = None
     upper: Any = None
+    events: int | None = None         # fileDiscovery=events: visible messages in the queue
 
     def as_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (for XCom, logs, metadata).
@@ -70,7 +81,7 @@ class PendingInput:
                 "source": self.source, "new_input": self.new_input,
                 "bookmark_version": self.bookmark_version, "files": self.files,
                 "bytes": self.bytes, "listed": self.listed, "sample": list(self.sample),
-                "lower": self.lower, "upper": self.upper}
+                "lower": self.lower, "upper": self.upper, "events": self.events}
 
 
 def _committed(state: str | StateStore | None, job_name: str, ctx: str
@@ -109,17 +120,27 @@ def pending_files(job_name: str, path: str | Sequence[str], *, transformation_ct
                       options={"exclusions": ["**.tmp"]}).files
     """
     from sparkmark.engine.fs import ArrowFS
+    from sparkmark.planning.events import backfill_due, check_event_paths, split_event_options
     from sparkmark.sources.files import plan_pending
 
+    ev_opts, options = split_event_options(options)
     opts, _reader = split_options(options)
     element, version = _committed(state, job_name, transformation_ctx)
     previous = BandState.from_element(element) if element is not None else None
     paths = [path] if isinstance(path, str) else [str(p) for p in path]
     if not paths or not all(isinstance(p, str) and p.strip() for p in paths):
         raise ConfigError("path must be a non-empty path (or a list of them)")
+    now = int((clock or system_clock)())
+    if ev_opts.enabled:
+        check_event_paths(paths, opts)
+        if not backfill_due(previous, now, ev_opts)[0]:  # the next run takes events
+            from sparkmark.sources.file_events import EventQueue
+            assert ev_opts.queue_url is not None
+            count = EventQueue.open(ev_opts.queue_url).approximate_count()
+            return PendingInput(job_name, transformation_ctx, "files", count > 0, version,
+                                events=count)
     fs_for: Callable[[str], Any] = functools.partial(
         ArrowFS, s3_conf=dict(storage_options) if storage_options else None)
-    now = int((clock or system_clock)())
     listing, _plan, selected = plan_pending(paths, previous, now, opts, fs_for)
     return PendingInput(job_name, transformation_ctx, "files", bool(selected), version,
                         files=len(selected), bytes=sum(f.size for f in selected),

@@ -46,8 +46,10 @@ STATE_VERSION = 1
 BOOKMARK_OPTION_NAMES = ("maxBand", "maxFilesInBand", "boundedFiles", "boundedSize",
                          "exclusions", "recurse", "lateFiles", "incrementalListing",
                          "fullListingInterval", "onModified", "lexicalFileNames")
-#: every option name a file source takes itself (the band's, and the drift handling's)
-OWN_OPTION_NAMES = BOOKMARK_OPTION_NAMES + ("schemaEvolution",)
+#: how a file source discovers new input (:mod:`sparkmark.planning.events`)
+EVENT_OPTION_NAMES = ("fileDiscovery", "queueUrl", "backfillInterval")
+#: every option name a file source takes itself (the band's, the drift handling's, discovery's)
+OWN_OPTION_NAMES = BOOKMARK_OPTION_NAMES + ("schemaEvolution",) + EVENT_OPTION_NAMES
 
 
 # ---------------------------------------------------------------------- data

@@ -43,12 +43,16 @@ from sparkmark.engine.fs import storage_secrets
 from sparkmark.engine.gcpause import gc_paused
 from sparkmark.planning.bands import (BandState, FileEntry, plan_all, plan_band, plan_replay,
                                       split_options)
+from sparkmark.planning.events import (EventPlan, after_listing, check_event_paths,
+                                       plan_events, split_event_options, with_marker)
 from sparkmark.planning.filecolumns import FileColumns, total_size
 from sparkmark.planning.latefiles import LatePlan, SettledSketch, path_keys, plan_late
 from sparkmark.planning.listing import ListingState, choose_listing
 from sparkmark.planning.rewrites import RewritePlan
 from sparkmark.planning.schema_drift import skip_hint, split_drift_option
 from sparkmark.sources.drift import known_from_element, known_json, read_drift
+from sparkmark.sources.file_events import (EventDiscovery, backfill_settles,
+                                           delete_after_commit, event_listing, start_discovery)
 from sparkmark.sources.file_listing import (CHECK_CHUNK, Listing, changed_files, check_partition_layout,
                                             check_unchanged, list_inputs)
 from sparkmark.sources.file_planning import (apply_late, apply_rewrites, audit_rows, plan_pending,
@@ -86,10 +90,13 @@ def read_files(run: RunContext, path: str | Sequence[str], *, format: str = "jso
     Example: ``read_files(job, "in/orders", format="json", transformation_ctx="src")``
     """
     fmt = check_format(format)
+    ev_opts, options = split_event_options(options)
     band_opts, rest = split_options(options)
     drift_mode, rest = split_drift_option(fmt, rest)
     opts, schema = reader_options(fmt, rest)
     paths = _as_paths(path)
+    if ev_opts.enabled:
+        check_event_paths(paths, band_opts)
     for p in paths:  # s3a keys and tokens never reach the ledger
         run.add_secrets(storage_secrets(run.spark, str(p)))
     bookmark = run.bookmark(transformation_ctx)
@@ -99,6 +106,11 @@ def read_files(run: RunContext, path: str | Sequence[str], *, format: str = "jso
     sketch = (SettledSketch.from_element(previous.extra.get("late"))
               if incremental and previous is not None else None)
     why = "" if incremental else "bookmarks off" if bookmark.mode is ReadMode.ALL else "replay"
+    # fileDiscovery=events: the queue is received before anything is listed
+    discovery: EventDiscovery | None = None
+    if ev_opts.enabled and incremental:
+        discovery = start_discovery(ev_opts, previous, int(bookmark.listing_ts or 0))
+    from_events = discovery is not None and not discovery.backfill
 
     def decide(roots: list[str]) -> tuple[str, ListingState | None]:
         nonlocal why
@@ -106,6 +118,9 @@ def read_files(run: RunContext, path: str | Sequence[str], *, format: str = "jso
             return "full", None
         prev = (ListingState.from_element(previous.extra.get("listing"))
                 if previous is not None else None)
+        if discovery is not None:  # a backfill lists in full
+            why = f"backfill: {discovery.reason}"
+            return "full", prev
         mode, why = choose_listing(prev, enabled=band_opts.incremental_listing, roots=roots,
                                    listing_ts=int(bookmark.listing_ts or 0),
                                    interval=band_opts.full_listing_interval,
@@ -114,9 +129,15 @@ def read_files(run: RunContext, path: str | Sequence[str], *, format: str = "jso
         return mode, prev
 
     with gc_paused():  # list and plan: a million small tuples, no garbage cycles
-        listing = list_inputs(run.spark, paths, band_opts, decide=decide,
-                              listing_ts=int(bookmark.listing_ts or 0))
-        check_partition_layout(listing)
+        if from_events:  # the objects the messages name, as they are now
+            assert discovery is not None
+            listing, ev_roots, current = event_listing(run.spark, paths, discovery.messages,
+                                                       band_opts)
+            why = "events"
+        else:
+            listing = list_inputs(run.spark, paths, band_opts, decide=decide,
+                                  listing_ts=int(bookmark.listing_ts or 0))
+        check_partition_layout(listing)  # (events: among the objects the messages name)
         if previous is None:  # a run that reads (about) every file: the listing itself in
             # order, once (a view of it is then what the run reads, and a listing that came in
             # another order is not held twice)
@@ -124,6 +145,7 @@ def read_files(run: RunContext, path: str | Sequence[str], *, format: str = "jso
         info: dict[str, Any] = {"format": fmt, "path": paths if len(paths) > 1 else paths[0],
                                 "read": str(bookmark.mode)}
         plan = None
+        ev_plan: EventPlan | None = None
         late: LatePlan | None = None
         rewrites: RewritePlan | None = None
         hashes: "array[int] | None" = None
@@ -134,6 +156,14 @@ def read_files(run: RunContext, path: str | Sequence[str], *, format: str = "jso
         elif bookmark.mode is ReadMode.REPLAY:
             selected = plan_replay(listing.entries, previous,
                                    BandState.from_element(bookmark.upper))
+        elif from_events:
+            assert discovery is not None and previous is not None and bookmark.listing_ts
+            ev_plan = plan_events(discovery.messages, ev_roots, current, previous,
+                                  bookmark.listing_ts, band_opts)
+            info.update(ev_plan.info())
+            rewrites = apply_rewrites(run, transformation_ctx, band_opts.on_modified,
+                                      ev_plan.selected, info, paths, first=False)
+            selected = rewrites.selected
         else:
             assert bookmark.listing_ts is not None  # set for every incremental bookmark
             plan = plan_band(listing.entries, previous, bookmark.listing_ts, band_opts)
@@ -186,9 +216,17 @@ def read_files(run: RunContext, path: str | Sequence[str], *, format: str = "jso
     info["listed"] = len(listing.entries)
     info["sample"] = [f.path.rsplit("/", 1)[-1] for f in selected[:10]]
     element = None
-    if plan is not None and late is not None:  # incremental: the element to commit
+    state: BandState | None = None  # incremental: the element to commit
+    if plan is not None and late is not None:
+        state = plan.state
         extra = {**dict(plan.state.extra), "late": late.sketch.to_element()}
-        if listing.state is not None:
+    elif ev_plan is not None:
+        state = ev_plan.state
+        extra = dict(ev_plan.state.extra)
+    if state is not None:
+        extra = (with_marker(extra, ev_opts, None) if plan is None else
+                 after_listing(extra, ev_opts, int(bookmark.listing_ts or 0), plan.deferred))
+        if listing.state is not None and plan is not None:
             extra["listing"] = ListingState(**{**listing.state.__dict__,
                                                "pending": plan.deferred + plan.waiting}
                                             ).to_element()
@@ -196,9 +234,22 @@ def read_files(run: RunContext, path: str | Sequence[str], *, format: str = "jso
             extra["schema"] = df.schema.json()
         if known_schema is not None:  # schemaEvolution's known schema (docs/files.md)
             extra["known_schema"] = known_schema
-        element = BandState(low=plan.state.low, high=plan.state.high,
-                            listing_ts=plan.state.listing_ts, band=plan.state.band,
-                            files=plan.state.files, extra=extra).to_element()
+        state = BandState(low=state.low, high=state.high, listing_ts=state.listing_ts,
+                          band=state.band, files=state.files, extra=extra)
+        element = state.to_element()
+    if discovery is not None:
+        info.update(discovery.info())
+        if ev_plan is not None:
+            done = set(ev_plan.delete)
+            settled = [m for m in discovery.messages if m.id in done]
+        elif state is not None:
+            settled, ev_counts = backfill_settles(listing, discovery, state, band_opts,
+                                                  selected)
+            info.update(ev_counts)
+        else:
+            settled = []
+        if bookmark.save:  # deleted once the state has committed (never on pause)
+            delete_after_commit(run, discovery, settled)
     run.record_read(transformation_ctx, element, info)
     if element is not None and selected:  # a file changed while read fails the run
         what, spark = f"source {transformation_ctx!r}", run.spark
