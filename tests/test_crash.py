@@ -1,7 +1,7 @@
 """The crash harness, small: SIGKILL a real job at random moments, then check exactly-once.
 
 The full version is `python benchmarks/crash.py --trials 300 [--sink jdbc]`.
-CI runs a seeded few: 10 trials against a parquet target, 5 against a PostgreSQL table and 4
+CI runs a seeded few: 6 trials against a parquet target, 5 against a PostgreSQL table and 3
 against a parquet target on S3 (moto; publish by copy, kills inside it included)
 (SPARKMARK_CRASH_TRIALS / SPARKMARK_CRASH_JDBC_TRIALS / SPARKMARK_CRASH_S3_TRIALS change that).
 The Iceberg target's trials (``--sink iceberg``, Spark 3.5) run in tests/test_iceberg_target.py.
@@ -22,9 +22,9 @@ spec.loader.exec_module(crash)
 
 @pytest.mark.slow
 @pytest.mark.parametrize("sink, trials", [
-    ("files", int(os.environ.get("SPARKMARK_CRASH_TRIALS", "10"))),
+    ("files", int(os.environ.get("SPARKMARK_CRASH_TRIALS", "6"))),
     ("jdbc", int(os.environ.get("SPARKMARK_CRASH_JDBC_TRIALS", "5"))),
-    ("s3", int(os.environ.get("SPARKMARK_CRASH_S3_TRIALS", "4"))),
+    ("s3", int(os.environ.get("SPARKMARK_CRASH_S3_TRIALS", "3"))),
 ])
 def test_random_sigkills_never_lose_or_duplicate(tmp_path, sink, trials, request):
     if sink == "s3":
