@@ -73,6 +73,13 @@ def run(spark, url, clock, src, out, options, *, name="ev", before_commit=None
     return sorted(rows), info
 
 
+def notified(s3, tmp_path) -> tuple[str, str, str]:
+    """A queue the bucket's notifications go to, the source prefix and a local target."""
+    queue = s3.server.create_queue(f"{s3.name}-q", visibility_s=1)
+    s3.notify(queue)
+    return queue, s3.url("in"), str(tmp_path / "out")
+
+
 def target(spark, out) -> list[tuple[str, int]]:
     try:
         return sorted((r.key, int(r.v)) for r in spark.read.parquet(out).collect())
@@ -84,9 +91,7 @@ def target(spark, out) -> list[tuple[str, int]]:
 
 def test_events_runs_take_new_objects_from_the_queue_and_the_ledger_says_how(
         spark, s3, sqlite_url, clock, tmp_path):
-    queue = s3.server.create_queue(f"{s3.name}-q", visibility_s=1)
-    s3.notify(queue)
-    src, out = s3.url("in"), str(tmp_path / "out")
+    queue, src, out = notified(s3, tmp_path)
     s3.put("in/a.json", body("a", 1))
     opts = events_options(queue)
     rows, info = run(spark, sqlite_url, clock, src, out, opts)
@@ -232,9 +237,7 @@ def test_a_seeded_timeline_with_lost_duplicate_late_and_reordered_events_reads_e
 
 def test_a_run_killed_between_its_state_commit_and_its_message_deletes_reads_nothing_twice(
         spark, s3, sqlite_url, clock, tmp_path):
-    queue = s3.server.create_queue(f"{s3.name}-q", visibility_s=1)
-    s3.notify(queue)
-    src, out = s3.url("in"), str(tmp_path / "out")
+    queue, src, out = notified(s3, tmp_path)
     opts = events_options(queue)
     s3.put("in/a.json", body("a", 1))
     assert run(spark, sqlite_url, clock, src, out, opts)[0] == [("a", 1)]
@@ -263,9 +266,7 @@ def test_a_run_killed_between_its_state_commit_and_its_message_deletes_reads_not
 
 def test_switching_from_listing_to_events_and_back_reads_each_object_once(
         spark, s3, sqlite_url, clock, tmp_path):
-    queue = s3.server.create_queue(f"{s3.name}-q", visibility_s=1)
-    s3.notify(queue)
-    src, out = s3.url("in"), str(tmp_path / "out")
+    queue, src, out = notified(s3, tmp_path)
     events, listing = events_options(queue), {}
 
     def step(key: str, options: dict) -> tuple[list, dict]:
@@ -290,9 +291,7 @@ def test_switching_from_listing_to_events_and_back_reads_each_object_once(
 
 def test_bad_input_is_one_clear_error_that_changes_no_committed_state(
         spark, s3, sqlite_url, clock, tmp_path):
-    queue = s3.server.create_queue(f"{s3.name}-q", visibility_s=1)
-    s3.notify(queue)
-    src, out = s3.url("in"), str(tmp_path / "out")
+    queue, src, out = notified(s3, tmp_path)
     s3.put("in/a.json", body("a", 1))
     run(spark, sqlite_url, clock, src, out, events_options(queue))
     store = Job(spark, state=sqlite_url, clock=clock).store
