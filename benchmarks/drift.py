@@ -2,12 +2,13 @@
 
 N new JSON files (default 200 files of 500 rows) read by a bookmarked source and counted, best
 of ``--repeat`` warm runs each, in one local Spark session: Spark's own ``mode=FAILFAST`` (one
-pass: the count) against the default ``schemaEvolution=rescue`` (schema inference over the new
-files, then the count, which also delivers the rescued/malformed counts), each timed up to and
-including its commit; then both again with a ``schema`` given (as every run after the first
-has a known schema: ``rescue`` still infers the new files' columns, to find new ones). Each run
-has its own state store, so every run reads the same new files.  Prints a table and writes
-benchmarks/results/drift.json.
+pass: the count) against the default ``schemaEvolution=rescue`` with nothing known (a first
+run: schema inference over the new files, then the count, which also delivers the
+rescued/malformed counts), each timed up to and including its commit; then both again with a
+``schema`` given, as every run after the first has a known schema: ``rescue`` then makes no
+inference pass, and its one pass parses every line (with its keys) where ``FAILFAST``'s count
+may skip the values.  Each run has its own state store, so every run reads the same new
+files.  Prints a table and writes benchmarks/results/drift.json (dated).
 
     .venv/bin/python benchmarks/drift.py --files 200 --rows 500 --repeat 3
 """
@@ -65,7 +66,8 @@ def main() -> None:
         import pyspark
         out = {"files": args.files, "rows": args.rows, "repeat": args.repeat,
                "best_s": {k: round(v, 3) for k, v in best.items()}, "ratios": ratios,
-               "machine": {"cores": os.cpu_count(), "load_average_end": os.getloadavg(),
+               "machine": {"date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                           "cores": os.cpu_count(), "load_average_end": os.getloadavg(),
                            "pyspark": pyspark.__version__}}
         with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "results",
                                "drift.json"), "w") as fh:

@@ -1,12 +1,14 @@
 """Benchmark: file bookmarks against the lower bound and Spark's file stream (not a test).
 
-For each N (default 1,000, 10,000 and 100,000 small JSON files) with 1% new files, side by side
-in one Spark session:
+For each N (default 1,000, 10,000 and 100,000 small JSON files, or CSV files with a header
+line with ``--format csv``) with 1% new files, side by side in one Spark session:
 
-  (a) sparkmark: one incremental run — init, list + plan + read the new files, count, commit;
-  (a2) the same with ``mode=PERMISSIVE``: Spark's own bad-record handling, as the lower bound
-      has, so no schema-drift pass (the default ``schemaEvolution=rescue`` infers the new
-      files' schema first: one more pass over them, docs/files.md "Costs");
+  (a) sparkmark: one incremental run — init, list + plan + read the new files, count, commit —
+      with the default options (``--a-options default``: no schema given, so the known schema
+      the first run learnt applies, and the default ``schemaEvolution=rescue``; CSV:
+      ``header=true``), or ``--a-options schema``: the explicit schema, still ``rescue``;
+  (a2) the same with the explicit schema and ``mode=PERMISSIVE``: Spark's own bad-record
+      handling, as the lower bound has (no ``_rescued_data``);
   (b) the lower bound: list the directory (os.scandir) and read only the new files by path with
       plain Spark, then count;
   (b2) the same with the paths handed to the JVM in one py4j call (``compat.load_paths``, as
@@ -16,20 +18,22 @@ in one Spark session:
   (d) a full re-read of the directory, then count.
 
 Then R more sparkmark runs (default 100), each a simulated 20 minutes after the previous one
-with a few new files, and the size of the state (the bookmark entry as JSON) next to the size
-of (c)'s checkpoint directory.  Every approach gets the same explicit schema (the file stream
-requires one).  (a), (a2), (b) and (b2) run interleaved, ``--repeat`` times each (best and
-median): each repetition first adds 1% new files (a simulated 20 minutes later), so every
-sparkmark run is a real next run of its job (until 2026-11 the bookmark was rewound to the
-first run instead, so each repetition re-read files the file audit already held and the
-audit lookup grew with every repetition, which no scheduled run sees); (c) reads the first
-repetition's new files.  The listing grows by 1% per repetition, alike for all four.  The old
-files have distinct mtimes over the past day (so the state after the first run holds one band, as in
-a steady state; with identical mtimes the first run's band would hold all N files and the
-measured run would settle them all at once).  Prints a table and writes
-benchmarks/results/files.json with the load average and the versions.
+with a few new files, and the size of the state (the bookmark entry as JSON) next to the size of
+(c)'s checkpoint directory. Every approach but (a) with ``--a-options default`` gets the same
+explicit schema (the file stream requires one). (a), (a2), (b) and (b2) run interleaved,
+``--repeat`` times each (best and median): each repetition first adds 1% new files (a simulated
+20 minutes later), so every sparkmark run is a real next run of its job (until 2026-11 the
+bookmark was rewound to the first run instead, so each repetition re-read files the file audit
+already held and the audit lookup grew with every repetition, which no scheduled run sees); (c)
+reads the first repetition's new files. The listing grows by 1% per repetition, alike for all
+four. The old files have distinct mtimes over the past day (so the state after the first run
+holds one band, as in a steady state; with identical mtimes the first run's band would hold all
+N files and the measured run would settle them all at once). Prints a table and writes
+benchmarks/results/files.json (``--format csv``: files-csv.json) with the date, the load average
+and the versions.
 
     .venv/bin/python benchmarks/files.py --sizes 1000,10000,100000 --runs 100
+    .venv/bin/python benchmarks/files.py --format csv --sizes 1000,10000,100000 --runs 20
 """
 from __future__ import annotations
 
@@ -45,6 +49,16 @@ from pathlib import Path
 
 SCHEMA = "id BIGINT, v STRING"
 MIN = 60_000
+#: the format the files are written in (``--format``)
+FORMAT = "json"
+#: what (a) is given (``--a-options``): ``default`` (nothing) or ``schema``
+A_OPTIONS = "default"
+
+
+def plain_reader(reader):
+    """A Spark reader (batch or stream) set up for :data:`FORMAT` with the explicit schema."""
+    reader = reader.schema(SCHEMA).format(FORMAT)
+    return reader.option("header", "true") if FORMAT == "csv" else reader
 
 
 def make_files(d: Path, start: int, n: int, mtime_ms: int | None, spread: bool = False
@@ -55,10 +69,11 @@ def make_files(d: Path, start: int, n: int, mtime_ms: int | None, spread: bool =
     names = []
     flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
     for i in range(start, start + n):
-        p = f"{d}/f{i:07d}.json"
+        p = f"{d}/f{i:07d}.{FORMAT}"
         fd = os.open(p, flags, 0o644)
         try:
-            os.write(fd, f'{{"id": {i}, "v": "x{i % 97}"}}\n'.encode())
+            os.write(fd, (f'id,v\n{i},x{i % 97}\n' if FORMAT == "csv" else
+                          f'{{"id": {i}, "v": "x{i % 97}"}}\n').encode())
         finally:
             os.close(fd)
         if mtime_ms is not None:
@@ -103,14 +118,15 @@ def bench_size(spark, n: int, runs: int, work: Path, repeat: int) -> dict:
     gen_s = time.perf_counter() - t
     state = f"sqlite:///{base}/state.db"
     enable = {"job_bookmark_option": "job-bookmark-enable"}
-    opts = {"schema": SCHEMA}
+    fmt_opts = {"header": "true"} if FORMAT == "csv" else {}
+    opts = {**fmt_opts, **({"schema": SCHEMA} if A_OPTIONS == "schema" else {})}
     # (a2): Spark's own bad-record handling (``mode``), as plain Spark reads: no drift pass
-    spark_mode = {"schema": SCHEMA, "mode": "PERMISSIVE"}
+    spark_mode = {**fmt_opts, "schema": SCHEMA, "mode": "PERMISSIVE"}
 
     # initial state: sparkmark has processed the old files, the stream's checkpoint holds them
     def sm_run(name: str = "bench", options: dict = opts):
         job = Job(spark, state=state, clock=clock).init(name, enable)
-        df = job.read.files(str(src), format="json", transformation_ctx="src", options=options)
+        df = job.read.files(str(src), format=FORMAT, transformation_ctx="src", options=options)
         rows = df.count()
         job.commit()
         return rows, job
@@ -122,7 +138,7 @@ def bench_size(spark, n: int, runs: int, work: Path, repeat: int) -> dict:
     ckpt = base / "checkpoint"
 
     def stream_once() -> int:
-        q = (spark.readStream.schema(SCHEMA).json(str(src)).writeStream.format("noop")
+        q = (plain_reader(spark.readStream).load(str(src)).writeStream.format("noop")
              .option("checkpointLocation", str(ckpt)).trigger(availableNow=True).start())
         q.awaitTermination()
         return sum(int(p["numInputRows"]) for p in q.recentProgress)
@@ -152,7 +168,7 @@ def bench_size(spark, n: int, runs: int, work: Path, repeat: int) -> dict:
         # given paths instead of a one-task-per-path listing job)
         spark.conf.set("spark.sql.sources.parallelPartitionDiscovery.threshold", "1000000")
         try:
-            reader = spark.read.schema(SCHEMA).format("json")
+            reader = plain_reader(spark.read)
             df = compat.load_paths(spark, reader, picked) if one_call else reader.load(picked)
         finally:
             spark.conf.unset("spark.sql.sources.parallelPartitionDiscovery.threshold")
@@ -189,7 +205,7 @@ def bench_size(spark, n: int, runs: int, work: Path, repeat: int) -> dict:
     ckpt_bytes = dir_size(ckpt)
 
     # (d) full re-read
-    d_s, d_rows = timed(lambda: spark.read.schema(SCHEMA).json(str(src)).count(), repeat)
+    d_s, d_rows = timed(lambda: plain_reader(spark.read).load(str(src)).count(), repeat)
     assert d_rows == next_id
 
     # R more runs, 20 simulated minutes apart, a few new files each: the state stays one band
@@ -238,8 +254,17 @@ def main(argv=None) -> int:
     ap.add_argument("--runs", type=int, default=100)
     ap.add_argument("--repeat", type=int, default=3, help="best of R for (a), (b), (b2), (d)")
     ap.add_argument("--workdir", default=None)
-    ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "files.json"))
+    ap.add_argument("--format", choices=("json", "csv"), default="json")
+    ap.add_argument("--a-options", choices=("default", "schema"), default="default",
+                    help="(a): the default options (no schema) or the explicit schema")
+    ap.add_argument("--out", default=None, help="default: results/files.json "
+                    "(files-csv.json for --format csv)")
     args = ap.parse_args(argv)
+    global FORMAT, A_OPTIONS
+    FORMAT, A_OPTIONS = args.format, args.a_options
+    if args.out is None:
+        args.out = str(Path(__file__).parent / "results" /
+                       ("files.json" if FORMAT == "json" else f"files-{FORMAT}.json"))
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
     from sparkmark.engine.spark import local_session
@@ -271,11 +296,13 @@ def main(argv=None) -> int:
     import pyspark
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    machine = {"cores": os.cpu_count(), "load_average_start": list(load_start),
+    machine = {"date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+               "cores": os.cpu_count(), "load_average_start": list(load_start),
                "load_average_end": list(os.getloadavg()), "python": platform.python_version(),
                "pyspark": pyspark.__version__, "spark": spark.version}
-    out.write_text(json.dumps({"machine": machine,
-                               "sizes": sizes, "runs": args.runs, "repeat": args.repeat,
+    out.write_text(json.dumps({"machine": machine, "format": FORMAT,
+                               "a_options": A_OPTIONS, "sizes": sizes, "runs": args.runs,
+                               "repeat": args.repeat,
                                "results": results}, indent=2) + "\n")
     print(f"saved {out}")
     spark.stop()

@@ -4,6 +4,7 @@ later run reading new data after the bad file; the known schema in the bookmark;
 of a wedge named in the error."""
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import shlex
@@ -338,3 +339,117 @@ def test_a_key_spelled_in_another_case_fills_the_known_column(spark, sqlite_url,
     assert rescued(rows[0])["amount"] == "3.5"  # the value that does not fit, as before
     job.commit()
     assert job.reads["src"]["rescued_records"] == 1 and "new_columns" not in job.reads["src"]
+
+
+# a first run fixes the known schema; the next run meets one file with a new column and one
+# with a wrong type, in a partitioned layout (dt=...), with no inference pass
+STEADY = {
+    "json": ('{"id": 1, "amount": 30}\n',
+             '{"id": 2, "amount": 5, "note": "x"}\n{"id": 3, "amount": 6}\n',
+             '{"id": 4, "amount": "abc"}\n{"id": 5, "amount": 7}\n'),
+    "csv": ("id,amount\n1,30\n",
+            "id,amount,note\n2,5,x\n3,6,\n",
+            "id,amount\n4,abc\n5,7\n"),
+}
+
+
+_GROUPS = itertools.count()
+
+
+def _jobs_during(spark, fn):
+    """``fn()`` and the ids of the Spark jobs it started (a job group of its own, read from
+    Spark's status tracker; a classic session only)."""
+    sc = spark.sparkContext
+    group = f"sparkmark-test-{next(_GROUPS)}"
+    sc.setJobGroup(group, "a read")
+    try:
+        out = fn()
+    finally:
+        sc.setJobGroup("", "")
+    return out, list(sc.statusTracker().getJobIdsForGroup(group))
+
+
+@pytest.mark.parametrize("fmt", ["json", "csv"])
+def test_the_steady_state_rescues_a_new_column_and_a_wrong_type_without_inference(
+        spark, sqlite_url, clock, tmp_path, fmt):
+    """After a first run fixed the schema, a run whose new files bring a new column (one file)
+    and a value of another type (another file) returns every row, the known columns typed,
+    both values in ``_rescued_data`` with their file, and counts them; building its read
+    starts no Spark job (no inference pass: the first run's read starts one), and the one
+    action that reads the rows delivers the counts and what the run met."""
+    from sparkmark.engine.compat import is_connect
+    if is_connect(spark):
+        pytest.skip("Spark jobs are counted on a classic session")
+    src = tmp_path / "in" / "dt=1"
+    opts = {"header": "true", "inferSchema": "true"} if fmt == "csv" else {}
+    put(src, f"a.{fmt}", STEADY[fmt][0], clock.now - 5 * MIN)
+
+    def read():
+        job = Job(spark, state=sqlite_url, clock=clock).init("orders", EN)
+        df, jobs = _jobs_during(spark, lambda: job.read.files(
+            str(tmp_path / "in"), format=fmt, transformation_ctx="src", options=opts))
+        return job, df, jobs
+    job, df, jobs = read()
+    assert jobs, "the first run infers its schema (a Spark job)"
+    assert job.reads["src"]["schema_inference"].startswith("first run")
+    assert [tuple(r) for r in df.select("id", "amount", "dt").collect()] == [(1, 30, 1)]
+    job.commit()
+    clock.advance(10 * MIN)
+    put(src, f"b.{fmt}", STEADY[fmt][1], clock.now - 5 * MIN)
+    put(src, f"c.{fmt}", STEADY[fmt][2], clock.now - 5 * MIN)
+    job, df, jobs = read()
+    assert jobs == [], f"the steady state started Spark jobs {jobs} before any action"
+    assert "schema_inference" not in job.reads["src"]
+    # (Spark's JSON inference sorts the names; CSV keeps the header's order)
+    first = ["amount", "id"] if fmt == "json" else ["id", "amount"]
+    assert df.columns == [*first, "dt", "_rescued_data"]
+    rows = sorted((r.asDict() for r in df.collect()), key=lambda r: r["id"])
+    assert [(r["id"], r["amount"], r["dt"]) for r in rows] == \
+        [(2, 5, 1), (3, 6, 1), (4, None, 1), (5, 7, 1)]
+    got = {r["id"]: rescued(r) for r in rows if r["_rescued_data"]}
+    assert [got[i].pop("_file_path").rsplit("/", 2)[-2:] for i in (2, 4)] == \
+        [["dt=1", f"b.{fmt}"], ["dt=1", f"c.{fmt}"]]
+    assert got == {2: {"note": "x"}, 4: {"amount": "abc"}}
+    job.commit()  # the counts came with the collect: the commit reads nothing again
+    reads = job.reads["src"]
+    assert (reads["rescued_records"], reads["malformed_records"]) == (2, 1)
+    assert reads["new_columns"] == ["note"]
+    assert reads["changed_columns"] == [f"amount: {'int' if fmt == 'csv' else 'bigint'} -> other"]
+    element = Bookmarks(sqlite_url).get("orders")["JobBookmark"]
+    element = json.loads(element) if isinstance(element, str) else element
+    known = json.loads(element["src"]["known_schema"])
+    assert [f["name"] for f in known["fields"]] == [*first, "dt"]  # unchanged
+
+
+def test_steady_json_keys_in_another_case_nested_values_and_odd_lines(spark, sqlite_url,
+                                                                      clock, tmp_path):
+    """The steady JSON read without inference keeps Spark's JSON semantics where they matter:
+    a key spelt in another case fills the known column (converted as the JSON reader does,
+    nested values too), blank lines are no rows, a line that is not an object is a malformed
+    row kept whole, a key with a null value is no rescued value, a column no new row has is
+    reported missing."""
+    src = tmp_path / "in"
+    put(src, "a.json", '{"id": 1, "tags": ["a"], "at": "2024-01-02T03:04:05Z", "n": 1.5}\n',
+        clock.now - 5 * MIN)
+    read(spark, sqlite_url, clock, src, "json", None)[0].commit()
+    clock.advance(10 * MIN)
+    put(src, "b.json", '{"ID": 2, "Tags": ["b", "c"], "AT": "2024-01-03T00:00:00Z", "n": 2}\n'
+        '\n   \n[1, 2]\n{"id": 3, "extra": null, "n": "x"}\n', clock.now - 5 * MIN)
+    job, cols, rows = read(spark, sqlite_url, clock, src, "json", None)
+    assert cols == ["at", "id", "n", "tags", "_rescued_data"]
+    by_id = {r["id"]: r for r in rows}
+    assert set(by_id) == {None, 2, 3}
+    assert by_id[2]["tags"] == ["b", "c"] and by_id[2]["n"] == 2.0
+    assert str(by_id[2]["at"]).startswith("2024-01-0") and not by_id[2]["_rescued_data"]
+    assert rescued(by_id[None])["_corrupt_record"] == "[1, 2]"
+    assert rescued(by_id[3])["_file_path"].endswith("/in/b.json")
+    assert rescued(by_id[3]) == {"n": "x", "_file_path": rescued(by_id[3])["_file_path"]}
+    job.commit()
+    reads = job.reads["src"]
+    assert (reads["rescued_records"], reads["malformed_records"]) == (2, 2)
+    assert reads["new_columns"] == ["extra"] and "missing_columns" not in reads
+    clock.advance(10 * MIN)
+    put(src, "c.json", '{"id": 4}\n', clock.now - 5 * MIN)
+    job, cols, rows = read(spark, sqlite_url, clock, src, "json", None)
+    job.commit()
+    assert job.reads["src"]["missing_columns"] == ["at", "n", "tags"]

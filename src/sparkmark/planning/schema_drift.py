@@ -16,6 +16,13 @@ it sees in the new files with that schema and decides, by mode, what the run ret
 ``none``
     The known schema only, no ``_rescued_data``: what does not fit is counted in the ledger.
 
+Whether a run needs Spark's schema inference over its new files is decided here too
+(:func:`choose_read`): only when nothing is known yet, or when the mode must know the new
+files' columns (and their types) before the DataFrame is returned.  The steady state of
+``rescue`` and ``none`` reads under the known schema and finds what does not fit while the
+job's own action reads the rows (JSON: each line's top-level keys against the known names; CSV:
+each file's header line, read on the driver, parsed by :func:`csv_header`).
+
 Everything here is plain data: a schema is a sequence of ``(name, type)`` pairs, the type in
 Spark's ``simpleString`` spelling.  Example::
 
@@ -97,7 +104,9 @@ class DriftPlan:
     """What one run returns: ``columns`` typed (in order), ``extra`` seen columns read as
     strings only to be rescued or counted, ``known`` the schema to commit, ``new`` columns not
     in the known schema, ``changed`` ``(name, known type, seen type)``, ``missing`` known
-    columns the new files do not have, ``rescue`` whether ``_rescued_data`` is returned."""
+    columns the new files do not have, ``rescue`` whether ``_rescued_data`` is returned,
+    ``inference`` why Spark's schema inference ran over the new files (empty: it did not; see
+    :func:`choose_read`)."""
 
     mode: str
     columns: tuple[Field, ...]
@@ -107,6 +116,7 @@ class DriftPlan:
     changed: tuple[tuple[str, str, str], ...]
     missing: tuple[str, ...]
     rescue: bool
+    inference: str = ""
 
     @property
     def fails(self) -> bool:
@@ -122,6 +132,8 @@ class DriftPlan:
             out["changed_columns"] = [f"{n}: {k} -> {s}" for n, k, s in self.changed]
         if self.missing:
             out["missing_columns"] = list(self.missing)
+        if self.inference:
+            out["schema_inference"] = self.inference
         return out
 
 
@@ -216,3 +228,113 @@ def skip_hint(job: str | None, ctx: str | None, paths: Sequence[str], *, limit: 
 def _shell(word: str) -> str:
     import shlex
     return shlex.quote(str(word))
+
+
+@dataclass(frozen=True)
+class ReadChoice:
+    """How a run reads its new files: ``infer`` (Spark's schema inference over them first) or
+    not (the known schema only); ``why`` says why a pass runs (the ledger's
+    ``schema_inference``), empty when none does.
+
+    >>> choose_read("json", "rescue", [("id", "bigint")], {})
+    ReadChoice(infer=False, why='')
+    """
+
+    infer: bool
+    why: str = ""
+
+
+def _true(opts: dict[str, str], name: str) -> bool:
+    return str(opts.get(name.lower(), "false")).strip().lower() == "true"
+
+
+def choose_read(fmt: str, mode: str, known: Sequence[Field] | None, opts: dict[str, Any],
+                headers: Sequence[Sequence[str] | None] | None = None) -> ReadChoice:
+    """Whether this run needs an inference pass over its new files (see the module docstring).
+
+    ``known`` is the known (or given) schema, ``None`` on a first run; ``opts`` the reader
+    options; ``headers`` the parsed header of each group of CSV files (``None`` for one that
+    :func:`csv_header` could not parse), when ``header=true``.
+
+    >>> choose_read("json", "rescue", None, {}).why
+    'first run: the known schema is learnt from the files'
+    >>> choose_read("json", "addNewColumns", [("id", "bigint")], {}).infer
+    True
+    >>> choose_read("csv", "rescue", [("id", "int")], {"header": "true", "inferSchema": "true"},
+    ...             [("id", "note")]).infer
+    False
+    """
+    mode = parse_mode(mode)
+    o = {str(k).lower(): str(v) for k, v in opts.items()}
+    if known is None:
+        return ReadChoice(True, "first run: the known schema is learnt from the files")
+    enc = (o.get("encoding") or o.get("charset") or "utf-8").lower().replace("-", "")
+    if enc.replace("_", "") not in ("utf8",):
+        return ReadChoice(True, f"encoding {o.get('encoding') or o.get('charset')}")
+    if fmt == "json":
+        if _true(o, "multiLine"):
+            return ReadChoice(True, "multiLine: a record is not a line")
+        if mode in ("addNewColumns", "failOnNewColumns"):
+            return ReadChoice(True, f"{mode}: new columns are found before the read")
+        return ReadChoice(False)
+    if not _true(o, "header"):
+        return ReadChoice(False)
+    if headers is None or any(h is None for h in headers):
+        return ReadChoice(True, "a header line sparkmark does not parse itself")
+    names = {n.lower() for n, _ in known}
+    new = sorted({h for hs in headers if hs is not None for h in hs if h.lower() not in names})
+    if new and mode == "addNewColumns" and _true(o, "inferSchema"):
+        return ReadChoice(True, f"new column(s) {', '.join(new)}: their types are inferred")
+    return ReadChoice(False)
+
+
+def _csv_char(value: str | None, default: str) -> str | None:
+    """A CSV option's one character (Spark's ``\\t`` and ``\\u0001`` spellings too), or None."""
+    text = default if value is None else value
+    if text == "\\t":
+        return "\t"
+    if text.startswith("\\u") and len(text) == 6:
+        try:
+            return chr(int(text[2:], 16))
+        except ValueError:
+            return None
+    return text if len(text) == 1 else None
+
+
+def csv_header(line: str | None, opts: dict[str, Any]) -> tuple[str, ...] | None:
+    """The column names of a CSV header line as Spark reads them, or ``None`` when this parser
+    would not be sure to agree with Spark's (then Spark infers them): an empty or commented
+    line, a byte-order mark, a multi-character separator, an empty or repeated name.
+
+    >>> csv_header('id,"a,b",note\\r', {})
+    ('id', 'a,b', 'note')
+    >>> csv_header("id;id", {"sep": ";"}) is None
+    True
+    """
+    import csv
+    if line is None:
+        return None
+    o = {str(k).lower(): str(v) for k, v in opts.items()}
+    sep = _csv_char(o.get("sep", o.get("delimiter")), ",")
+    quote = _csv_char(o.get("quote"), '"')
+    escape = _csv_char(o.get("escape"), "\\")
+    comment = o.get("comment")
+    text = line[:-1] if line.endswith("\r") else line
+    if (sep is None or quote is None or escape is None or not text.strip() or "\ufeff" in text
+            or (comment and text.startswith(comment)) or sep in ("\r", "\n")):
+        return None
+    try:
+        rows = list(csv.reader([text], delimiter=sep, quotechar=quote,
+                               escapechar=None if escape == quote else escape,
+                               doublequote=True, strict=True))
+    except csv.Error:
+        return None
+    if len(rows) != 1:
+        return None
+    trim_l, trim_r = _true(o, "ignoreLeadingWhiteSpace"), _true(o, "ignoreTrailingWhiteSpace")
+    names = tuple(n.strip() if trim_l and trim_r else n.lstrip() if trim_l else
+                  n.rstrip() if trim_r else n for n in rows[0])
+    lows = [n.lower() for n in names]
+    if not names or any(not n for n in names) or len(set(lows)) != len(lows):
+        return None
+    return names

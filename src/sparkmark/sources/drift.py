@@ -2,21 +2,35 @@
 
 The decisions are pure (:mod:`sparkmark.planning.schema_drift`); this module only asks Spark:
 
-1. *See* the new files' columns: Spark's own inference over them (JSON: one pass over the new
-   files; CSV: the header of each file, plus a pass when ``inferSchema=true``).  CSV files are
-   grouped by header line, so a file whose header gained, lost or reordered columns is read
-   by its own header, not by the first file's positions.
-2. *Plan* with :func:`~sparkmark.planning.schema_drift.plan_drift`.
-3. *Read* with the planned types (``mode=PERMISSIVE`` and an internal corrupt-record column),
-   new columns as strings; a value Spark could not convert is found again in the raw record
-   (``from_json`` to a map of strings, ``from_csv`` to strings) and goes into
-   ``_rescued_data`` with the file's path, as do new columns' values and rows that cannot be
-   parsed at all.
-4. *Count* rows with rescued (or, in mode ``none``, dropped) values and malformed rows,
-   reported in the ledger at commit.  On a classic session the count rides along with the
-   job's own action (a Spark ``Observation`` on the returned DataFrame: no extra pass over the
-   files); when no action ran it (no action, Spark Connect, an action that did not report its
-   metrics) the commit runs one aggregate over the new files instead.
+1. *Choose* (:func:`~sparkmark.planning.schema_drift.choose_read`) whether this run needs
+   Spark's inference over its new files: only a first run (nothing known, no ``schema``
+   given), ``addNewColumns``/``failOnNewColumns`` on JSON, JSON with ``multiLine`` or another
+   encoding than UTF-8, a CSV header this module does not parse itself, and ``addNewColumns``
+   on CSV with ``inferSchema=true`` when a header names a new column.  CSV files are grouped
+   by header line (each read on the driver, one small read per file), so a file whose header
+   gained, lost or reordered columns is read by its own header, not by the first file's
+   positions.
+2. *The steady state* (no inference: :func:`_read_known`).  Nothing runs until the job's own
+   action.  JSON lines are read as text and parsed with the known schema (``from_json``,
+   ``PERMISSIVE`` with an internal corrupt-record column); in the same projection each
+   line's top-level keys (``json_object_keys``) are compared with the known names, and only
+   where one is not known is the line parsed again as a map of strings: a new key's value goes
+   into ``_rescued_data``, a key spelt in another case fills its known column.  CSV: each
+   group's header names its columns, the known ones read with the known type, the others as
+   strings.
+3. *With inference*: Spark's own over the new files, then
+   :func:`~sparkmark.planning.schema_drift.plan_drift`, then the read with the planned types
+   (``mode=PERMISSIVE`` and an internal corrupt-record column), new columns as strings.
+4. Either way a value Spark could not convert is found again in the raw record (``from_json``
+   to a map of strings, ``from_csv`` to strings) and goes into ``_rescued_data`` with the
+   file's path, as do new columns' values and rows that cannot be parsed at all.
+5. *Count* rows with rescued (or, in mode ``none``, dropped) values and malformed rows,
+   reported in the ledger at commit; in the steady state the same metrics say which new
+   columns, values that did not fit and missing columns the run met.  On a classic session
+   they ride along with the job's own action (a Spark ``Observation`` on the returned
+   DataFrame: no extra pass over the files); when no action ran it (no action, Spark Connect,
+   an action that did not report its metrics) the commit runs one aggregate over the new
+   files instead.
 
 Example: ``df, plan, counts = read_drift(spark, "json", files, listing, opts, None, None,
 "rescue", load=load)``, then ``counts()`` at commit
@@ -25,13 +39,15 @@ from __future__ import annotations
 
 import json
 import uuid
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from sparkmark.core.errors import SourceError
 from sparkmark.engine.fs import file_system
 from sparkmark.planning.bands import FileEntry
-from sparkmark.planning.schema_drift import (CORRUPT, CORRUPT_KEY, FILE_KEY, RESCUED, DriftPlan, Field,
-                            merge_seen, name_paths, plan_drift, skip_hint)
+from sparkmark.planning.schema_drift import (CORRUPT, CORRUPT_KEY, FILE_KEY, RESCUED, DriftPlan,
+                                            Field, choose_read, csv_header, merge_seen,
+                                            name_paths, plan_drift, skip_hint)
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -90,21 +106,22 @@ def _first_line(spark: "SparkSession", f: FileEntry, opts: dict[str, str]) -> st
 
 
 def _groups(spark: "SparkSession", fmt: str, files: Sequence[FileEntry],
-            opts: dict[str, str]) -> list[Sequence[FileEntry]]:
-    """Files Spark can read together: CSV files with the same header line, else all."""
+            opts: dict[str, str]) -> list[tuple[str | None, Sequence[FileEntry]]]:
+    """Files Spark can read together, each group with its CSV header line: CSV files with the
+    same header line, else all (header ``None``)."""
     if fmt != "csv" or str(opts.get("header", "false")).lower() != "true":
-        return [files]
+        return [(None, files)]
     by_header: dict[str, list[FileEntry]] = {}
     for f in files:
         by_header.setdefault(_first_line(spark, f, opts), []).append(f)
-    return [*by_header.values()]
+    return [*by_header.items()]
 
 
 def read_drift(spark: "SparkSession", fmt: str, files: Sequence[FileEntry], listing: Any,
                opts: dict[str, str], user_schema: "StructType | None",
                known: "StructType | None", mode: str, *, load: Callable[..., "DataFrame"],
                job: str | None = None, ctx: str | None = None
-               ) -> tuple["DataFrame", DriftPlan, Callable[[], dict[str, int]]]:
+               ) -> tuple["DataFrame", DriftPlan, Callable[[], dict[str, Any]]]:
     """The new files as a DataFrame under the known schema (see the module docstring):
     ``(df, plan, counts)``; ``counts()`` (call it at commit, after the job's actions) gives
     ``malformed_records`` and ``rescued_records`` (``dropped_records`` in mode ``none``)."""
@@ -122,14 +139,22 @@ def read_drift(spark: "SparkSession", fmt: str, files: Sequence[FileEntry], list
         if plan.rescue:
             cols.append((RESCUED, StringType()))
         return load(spark, fmt, files, listing, opts, _struct(cols)), plan, dict
-    groups = _groups(spark, fmt, files, opts)
+    found = _groups(spark, fmt, files, opts)
+    groups = [g for _, g in found]
+    headers = ([csv_header(line, opts) for line, _ in found]
+               if found[0][0] is not None else None)
+    choice = choose_read(fmt, mode, fields_of(base_known), opts, headers)
+    if not choice.infer:
+        assert base_known is not None  # a read without inference has a known schema
+        return _read_known(spark, fmt, groups, headers, listing, permissive, base_known, mode,
+                           load, job, ctx)
     seen_struct: list["StructType"] = []
     inferred: list["DataFrame"] = []
     for group in groups:  # a file Spark cannot open fails here, named with the way out
         inferred.append(load(spark, fmt, group, listing, permissive, None))
         seen_struct.append(inferred[-1].schema)
     seen = merge_seen([fields_of(s) or [] for s in seen_struct])
-    plan = plan_drift(fields_of(base_known), seen, mode)
+    plan = replace(plan_drift(fields_of(base_known), seen, mode), inference=choice.why)
     if plan.fails:
         raise SourceError(_new_columns_error(spark, fmt, groups, seen_struct, listing,
                                              permissive, plan, load, job, ctx))
@@ -144,14 +169,167 @@ def read_drift(spark: "SparkSession", fmt: str, files: Sequence[FileEntry], list
     for group, s, pre in zip(groups, seen_struct, inferred):
         frames.append(_read_group(spark, fmt, group, listing, permissive, s, plan, types, load,
                                   pre))
+    return _finish(spark, frames, plan, None)
+
+
+def _finish(spark: "SparkSession", frames: Sequence["DataFrame"], plan: DriftPlan,
+            known: "StructType | None", present: Sequence[str] = ()
+            ) -> tuple["DataFrame", DriftPlan, Callable[[], dict[str, Any]]]:
+    """The groups' frames as one, observed (see :func:`_count`), internal columns dropped."""
     df = frames[0]
     for other in frames[1:]:
         df = df.unionByName(other)
-    observed, counts = _count(spark, df, plan)
-    out = [c for c in df.columns if c not in (CORRUPT, RESCUED)]
+    observed, counts = _count(spark, df, plan, known, present)
+    out = [c for c in df.columns if c not in (CORRUPT, RESCUED, "_sm_new", "_sm_bad")]
     if plan.rescue:
         out.append(RESCUED)
     return observed.select(*out), plan, counts
+
+
+def _read_known(spark: "SparkSession", fmt: str, groups: list[Sequence[FileEntry]],
+                headers: "list[tuple[str, ...] | None] | None", listing: Any,
+                permissive: dict[str, str], known: "StructType", mode: str,
+                load: Callable[..., "DataFrame"], job: str | None, ctx: str | None
+                ) -> tuple["DataFrame", DriftPlan, Callable[[], dict[str, Any]]]:
+    """The steady state: the new files read under the known schema, no inference pass.
+
+    JSON: each line is read as text and parsed with the known schema (``from_json``); its
+    top-level keys, compared with the known names in the same projection, find new columns and
+    keys spelt in another case, whose values are then taken from the line parsed as a map.
+    CSV: each group's header (read on the driver) names its columns; known ones get the known
+    type, the others are read as strings."""
+    from pyspark.sql.types import StringType, StructField, StructType
+    known_types = {f.name.lower(): f.dataType for f in known.fields}
+    if fmt == "json":
+        plan = plan_drift(fields_of(known), fields_of(known) or [], mode)
+        return _finish(spark, [_read_json_known(spark, groups[0], listing, permissive, known,
+                                                load)], plan, known,
+                       [f.name for f in known.fields])
+    seen_struct = []
+    for group, names in zip(groups, headers or [None] * len(groups)):
+        if names is None:  # no header: the known columns by position
+            cols = [f.name for f in known.fields]
+            parts: list[str] = []
+        else:
+            parts = _partition_names(listing, group, None, fmt)
+            cols = list(names) + [p for p in parts if p.lower() not in
+                                  {n.lower() for n in names}]
+        seen_struct.append(StructType([StructField(n, known_types.get(n.lower(), StringType()),
+                                                   True) for n in cols]))
+    plan = plan_drift(fields_of(known), merge_seen([fields_of(s) or [] for s in seen_struct]),
+                      mode)
+    if plan.fails:
+        raise SourceError(_new_columns_error(spark, fmt, groups, seen_struct, listing,
+                                             permissive, plan, load, job, ctx))
+    types = {**{f.name.lower(): f.dataType for s in seen_struct for f in s.fields},
+             **known_types}
+    frames = [_read_group(spark, fmt, group, listing, permissive, s, plan, types, load)
+              for group, s in zip(groups, seen_struct)]
+    return _finish(spark, frames, plan, known)
+
+
+#: JSON options that change the syntax Spark accepts (``json_object_keys`` knows none of them)
+_SYNTAX_OPTIONS = ("allowcomments", "allowunquotedfieldnames", "allowsinglequotes",
+                   "allownumericleadingzeros", "allownonnumericnumbers",
+                   "allowbackslashescapinganycharacter", "allowunquotedcontrolchars")
+#: reader options the text source takes for the JSON lines (the rest go to the parser)
+_TEXT_OPTIONS = ("linesep", "ignorecorruptfiles", "ignoremissingfiles", "basepath")
+
+
+def _read_json_known(spark: "SparkSession", files: Sequence[FileEntry], listing: Any,
+                     permissive: dict[str, str], known: "StructType",
+                     load: Callable[..., "DataFrame"]) -> "DataFrame":
+    """JSON lines under the known schema, in one projection over the text (see
+    :func:`_read_known`): the known columns typed, ``_sm_corrupt_record`` the line of a row
+    Spark could not parse whole, ``_sm_kept`` the entries of ``_rescued_data``, ``_sm_new``
+    the row's new keys and ``_sm_bad`` the known columns whose value did not fit."""
+    text = load(spark, "text", files, listing,
+                {k: v for k, v in permissive.items() if k.lower() in _TEXT_OPTIONS}, None)
+    parts = {c.lower(): c for c in text.columns[1:]}  # partition columns follow ``value``
+    body = [f for f in known.fields if f.name.lower() not in parts]
+    parser = {k: v for k, v in permissive.items() if k.lower() not in _TEXT_OPTIONS}
+    opts = "map(" + ", ".join(f"{_sql_str(k)}, {_sql_str(str(v))}" for k, v in parser.items()) + ")"
+    struct = "struct<" + ",".join([f"{_sql_name(f.name)}:{_sql_type(f.dataType)}"
+                                   for f in body] + [f"{_sql_name(CORRUPT)}:string"]) + ">"
+    as_map = f"from_json(value, 'map<string,string>', {opts})"
+    keys = (f"map_keys({as_map})" if any(k.lower() in _SYNTAX_OPTIONS for k in parser)
+            else "json_object_keys(value)")
+    exact = ", ".join(_sql_str(n) for n in [f.name for f in body] + list(parts.values()))
+    lows = ", ".join(_sql_str(n) for n in {f.name.lower() for f in known.fields} | set(parts))
+    # (each once: a key a line holds twice would be two entries of one _rescued_data key)
+    unknown = f"array_distinct(filter({keys}, k -> NOT (k IN ({exact}))))" if exact else \
+        f"array_distinct({keys})"
+    # a line of blanks is no row (as Spark's JSON reader skips it); one that is not an object
+    # (an array, a number) is a malformed row, its line rescued.  (Filtered before the parse:
+    # a filter on the parsed struct would be pushed below it and parse each line twice.)
+    df = text.where("value RLIKE '[^ \\t\\r\\n]'").selectExpr(
+        *[_sql_name(c) for c in parts.values()], "value",
+        f"from_json(value, {_sql_str(struct)}, {opts}) AS _sm_p", f"{unknown} AS _sm_unknown")
+    drift = "coalesce(size(_sm_unknown) > 0, false)"
+    raw = f"CASE WHEN _sm_p IS NULL THEN value ELSE _sm_p.{_sql_name(CORRUPT)} END"
+    variants = [f"CASE WHEN _sm_d AND _sm_p.{_sql_name(f.name)} IS NULL THEN try_element_at("
+                f"filter(_sm_unknown, k -> lower(k) = {_sql_str(f.name.lower())}), 1) END AS "
+                f"{_sql_name('_sm_v_' + str(i))}" for i, f in enumerate(body)]
+    df = df.selectExpr("*", f"{drift} AS _sm_d", f"{raw} AS {_sql_name(CORRUPT)}").selectExpr(
+        "*", f"CASE WHEN _sm_d OR {_sql_name(CORRUPT)} IS NOT NULL THEN {as_map} END AS _sm_m",
+        *variants)
+    bad: dict[str, tuple[str, str]] = {}
+    cols = []
+    for i, f in enumerate(body):
+        name, v = _sql_name(f.name), _sql_name(f"_sm_v_{i}")
+        fill_text = f"_sm_m[{v}]"
+        fill = _from_text(fill_text, f.dataType, opts)
+        cols.append(f"CAST(coalesce(_sm_p.{name}, {fill}) AS {_sql_type(f.dataType)}) AS {name}")
+        value = (f"coalesce(CASE WHEN {_sql_name(CORRUPT)} IS NOT NULL AND _sm_p.{name} IS NULL "
+                 f"THEN _sm_m[{_sql_str(f.name)}] END, CASE WHEN {fill} IS NULL THEN "
+                 f"{fill_text} END)")
+        bad[f.name] = (f"({value} IS NOT NULL)", value)
+    known_types = {f.name.lower(): (f.name, f.dataType) for f in known.fields}
+    extra_parts = []
+    for low, c in parts.items():
+        if low in known_types:
+            n, t = known_types[low]
+            cols.append(f"CAST({_sql_name(c)} AS {_sql_type(t)}) AS {_sql_name(n)}")
+        else:  # a partition column the known schema does not have: rescued, as a new column
+            extra_parts.append(f"CASE WHEN {_sql_name(c)} IS NOT NULL THEN "
+                               f"{_pair(c, f'CAST({_sql_name(c)} AS STRING)')} END")
+    consumed = "array(" + ", ".join(f"_sm_v_{i}" for i in range(len(body))) + ")" \
+        if body else "CAST(array() AS array<string>)"
+    more = (f"CASE WHEN _sm_d THEN transform(filter(_sm_unknown, k -> _sm_m[k] IS NOT NULL AND "
+            f"NOT coalesce(array_contains({consumed}, k), false)), k -> "
+            f"named_struct('k', k, 'v', _sm_m[k])) END")
+    new = (f"CASE WHEN _sm_d THEN filter(_sm_unknown, k -> NOT (lower(k) IN ({lows}))) END "
+           "AS _sm_new")
+    kept = _kept_sql(bad, _sql_name(CORRUPT), extra_parts)
+    kept = f"concat({kept}, coalesce({more}, CAST(array() AS array<struct<k:string,v:string>>)))"
+    df = df.selectExpr(*cols, _sql_name(CORRUPT), f"{kept} AS _sm_kept", new, _bad_names(bad))
+    names = [_sql_name(f.name) for f in known.fields]
+    return df.selectExpr(*names, _sql_name(CORRUPT), _rescued_sql("_sm_kept"), "_sm_new",
+                         "_sm_bad")
+
+
+def _bad_names(bad: dict[str, tuple[str, str]]) -> str:
+    """SQL: the known columns whose value did not fit in a row (``_sm_bad``), null if none."""
+    if not bad:
+        return "CAST(NULL AS array<string>) AS _sm_bad"
+    names = "filter(array(" + ", ".join(f"CASE WHEN {b} THEN {_sql_str(n)} END"
+                                        for n, (b, _) in bad.items()) + "), x -> x IS NOT NULL)"
+    any_bad = " OR ".join(f"coalesce({b}, false)" for b, _ in bad.values())
+    return f"CASE WHEN {any_bad} THEN {names} END AS _sm_bad"
+
+
+def _from_text(text: str, t: Any, opts: str) -> str:
+    """A value Spark's JSON map gave as text (a string unquoted, anything else as its JSON),
+    converted as the JSON reader converts it to type ``t`` (SQL text; null when it does not
+    fit)."""
+    from pyspark.sql.types import (ArrayType, BooleanType, MapType, NumericType, StringType,
+                                   StructType)
+    if isinstance(t, StringType):
+        return text
+    wrapped = (f"concat('{{\"x\":', {text}, '}}')"
+               if isinstance(t, (NumericType, BooleanType, StructType, ArrayType, MapType))
+               else f"to_json(named_struct('x', {text}))")
+    return f"from_json({wrapped}, {_sql_str('struct<x:' + _sql_type(t) + '>')}, {opts}).x"
 
 
 def _sql_str(text: str) -> str:
@@ -267,8 +445,10 @@ def _read_group(spark: "SparkSession", fmt: str, group: Sequence[FileEntry], lis
             f"{_sql_name(n)}" if n.lower() in have else
             f"CAST(NULL AS {_sql_type(types[n.lower()])}) AS {_sql_name(n)}"
             for n, _ in plan.columns]
-    return df.selectExpr(*cols, raw, f"{_kept_sql(bad, raw, more)} AS _sm_kept").selectExpr(
-        *[_sql_name(n) for n, _ in plan.columns], raw, _rescued_sql("_sm_kept"))
+    return df.selectExpr(*cols, raw, f"{_kept_sql(bad, raw, more)} AS _sm_kept",
+                         _bad_names(bad)).selectExpr(
+        *[_sql_name(n) for n, _ in plan.columns], raw, _rescued_sql("_sm_kept"),
+        "CAST(NULL AS array<string>) AS _sm_new", "_sm_bad")
 
 
 def _same_columns(seen: "StructType", read_cols: Sequence[tuple[str, Any]]) -> bool:
@@ -280,7 +460,7 @@ def _same_columns(seen: "StructType", read_cols: Sequence[tuple[str, Any]]) -> b
             and {n: t for n, t in fields} == dict(read_cols))
 
 
-def _partition_names(listing: Any, group: Sequence[FileEntry], seen: "StructType",
+def _partition_names(listing: Any, group: Sequence[FileEntry], seen: "StructType | None",
                      fmt: str) -> list[str]:
     """The partition columns (``key=value`` folders below the base path) of a group's files."""
     if fmt != "csv" or not group:
@@ -297,22 +477,46 @@ def known_json(df: "DataFrame") -> str:
     return _struct([(f.name, f.dataType) for f in df.schema.fields if f.name != RESCUED]).json()
 
 
-def _count(spark: "SparkSession", df: "DataFrame", plan: DriftPlan
-           ) -> tuple["DataFrame", Callable[[], dict[str, int]]]:
+def _count(spark: "SparkSession", df: "DataFrame", plan: DriftPlan,
+           known: "StructType | None" = None, present: Sequence[str] = ()
+           ) -> tuple["DataFrame", Callable[[], dict[str, Any]]]:
     """Rows with values that did not fit, and rows Spark could not parse whole:
     ``(df to return, counts())``.  Classic sessions observe them on the job's own action;
-    ``counts()`` aggregates once over ``df`` when no action delivered them."""
+    ``counts()`` aggregates once over ``df`` when no action delivered them.
+
+    With ``known`` (a read without inference) the same metrics also say what the run met:
+    ``new_columns`` (keys no known column has), ``changed_columns`` (known columns with values
+    that did not fit) and, for the ``present`` columns, ``missing_columns`` (no value in any
+    row)."""
     from pyspark.sql import functions as F
 
     from sparkmark.engine.compat import is_connect, observation_ready
     key = "rescued_records" if plan.rescue else "dropped_records"
-    metrics = (F.expr(f"count({_sql_name(RESCUED)}) AS r"),
-               F.expr(f"count({_sql_name(CORRUPT)}) AS m"))
+    metrics = [F.expr(f"count({_sql_name(RESCUED)}) AS r"),
+               F.expr(f"count({_sql_name(CORRUPT)}) AS m")]
+    if known is not None:
+        # (as JSON text: Spark 3.5's Observation hands an array over as a Java object)
+        metrics += [F.expr(f"to_json(array_distinct(flatten(collect_set({c})))) AS {k}")
+                    for c, k in (("_sm_new", "n"), ("_sm_bad", "b"))]
+        metrics += [F.expr(f"count({_sql_name(c)}) AS {_sql_name('p_' + str(i))}")
+                    for i, c in enumerate(present)]
+    types = {f.name: f.dataType.simpleString() for f in known.fields} if known else {}
 
-    def result(row: Any) -> dict[str, int]:
-        return {"malformed_records": int(row["m"]), key: int(row["r"])}
+    def result(row: Any) -> dict[str, Any]:
+        out: dict[str, Any] = {"malformed_records": int(row["m"]), key: int(row["r"])}
+        if known is None:
+            return out
+        new = sorted(set(json.loads(row["n"] or "[]")))
+        bad = set(json.loads(row["b"] or "[]"))
+        changed = [f"{n}: {types[n]} -> other" for n in types if n in bad]
+        missing = [c for i, c in enumerate(present) if not row[f"p_{i}"] and c not in bad]
+        for name, found in (("new_columns", new), ("changed_columns", changed),
+                            ("missing_columns", missing)):
+            if found:
+                out[name] = found
+        return out
 
-    def aggregate() -> dict[str, int]:
+    def aggregate() -> dict[str, Any]:
         return result(df.agg(*metrics).collect()[0])
 
     if is_connect(spark):
@@ -324,7 +528,7 @@ def _count(spark: "SparkSession", df: "DataFrame", plan: DriftPlan
     except Exception:  # noqa: BLE001 - a Spark without observations: count at commit
         return df, aggregate
 
-    def counts() -> dict[str, int]:
+    def counts() -> dict[str, Any]:
         jo = getattr(observation, "_jo", None)
         try:  # non-blocking: Observation.get waits for an action that may never come
             done = jo is not None and observation_ready(jo)
