@@ -95,6 +95,24 @@ class Flow:
         return Bookmarks(self.state).get(JOB)["Version"]
 
 
+@pytest.fixture(autouse=True)
+def delta_rs_reads_every_table_left(request, tmp_path):
+    """After each test: every Delta table it left under its tmp_path (targets, crash trials'
+    targets, unstamped ones) opens in delta-rs (the ``deltalake`` package, no Spark) with the
+    ids Spark reads, so the logs are valid for other engines too."""
+    yield
+    spark = request.node.funcargs.get("delta")  # None: the test never got a Delta session
+    if spark is None:
+        return
+    for log in sorted(tmp_path.rglob("_delta_log")):
+        location = str(log.parent)
+        df = spark.read.format("delta").load(location)
+        if "id" not in df.columns:
+            continue
+        assert _delta_rs_ids(location) == sorted(r[0] for r in df.select("id").collect()), \
+            location
+
+
 @pytest.fixture
 def flow(delta, sqlite_url, clock, tmp_path):
     return Flow(delta, sqlite_url, clock, tmp_path)
@@ -191,6 +209,8 @@ def test_a_catalog_table_by_name(delta, sqlite_url, clock, tmp_path):
     assert f.ids() == [1, 2]
     n, _ = f.run()
     assert n == 1 and f.ids() == [1, 2, 3]
+    location = delta.sql(f"DESCRIBE DETAIL {name}").collect()[0]["location"]
+    assert _delta_rs_ids(location) == [1, 2, 3]  # delta-rs reads the catalog table's rows
 
 
 def test_bad_targets_and_options_change_nothing(delta, flow, tmp_path):
