@@ -362,8 +362,7 @@ class Job:
             if status not in RunStatus.progress():
                 raise ConfigError("commit(status=...) takes SUCCEEDED or EMPTY; use fail() or "
                                   "skip() for the other endings")
-        empty = (bool(self._sources) and not any(s.get("new_input") for s in self._sources.values())
-                 and self._records_written == 0)
+        empty = self.new_input() is False and self._records_written == 0
         save = self.args is not None and self.args.option == ENABLE and not keep_bookmark
         if note:
             self._config_extra["note"] = str(note)
