@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 from sparkmark.core.errors import ConfigError
 from sparkmark.planning.bands import BandOptions, BandState, FileEntry, plan_band
 from sparkmark.planning.events import (EventMessage, EventOptions, after_listing, backfill_due,
-                                       event_path, parse_backfill_interval, parse_body,
-                                       plan_events, roots_of, settled_by_listing,
+                                       event_path, known_roots, parse_backfill_interval,
+                                       parse_body, plan_events, roots_of, settled_by_listing,
                                        split_event_options, wanted_paths, with_marker)
 
 QUEUE = "https://sqs.us-east-1.amazonaws.com/123456789012/lake-events"
@@ -103,6 +103,21 @@ def test_backfill_is_due_first_after_listing_after_the_interval_and_for_another_
     assert with_marker(marked.extra, EventOptions(), None) == {}
     bounded = BandState(low=10, extra=after_listing(marked.extra, opts, 400, deferred=3))
     assert backfill_due(bounded, 500, opts) == (True, "the last backfill left files for later")
+
+
+def test_the_marker_keeps_the_backfill_roots_kinds_for_the_event_runs_after_it():
+    opts = EventOptions("events", QUEUE, 1_000)
+    listed = after_listing({}, opts, 20, 0, {"s3a://lake/in": False, "s3a://lake/x.json": True})
+    kinds = {"s3a://lake/in": False, "s3a://lake/x.json": True}
+    assert known_roots(BandState(low=10, extra=listed)) == kinds
+    # an event run keeps them; the next backfill replaces them; listing mode drops them
+    kept = with_marker(listed, opts, None)
+    assert known_roots(BandState(low=10, extra=kept)) == kinds
+    again = after_listing(kept, opts, 40, 0, {"s3a://lake/in": False})
+    assert known_roots(BandState(low=10, extra=again)) == {"s3a://lake/in": False}
+    assert known_roots(BandState(low=10, extra=with_marker(kept, EventOptions(), None))) == {}
+    # an element from before the roots were kept: none known (the run asks for each status)
+    assert known_roots(BandState(low=10, extra=with_marker({}, opts, 20))) == {}
 
 
 def test_an_event_run_keeps_messages_for_files_it_leaves_for_later():

@@ -110,7 +110,9 @@ def test_events_runs_take_new_objects_from_the_queue_and_the_ledger_says_how(
     before = len(s3.server.log)
     rows, info = run(spark, sqlite_url, clock, src, out, opts)
     assert rows == [("a", 3), ("b c", 1)], rows
-    # no listing of the prefix: only the root's status (a LIST of at most 2 keys)
+    # no listing of the prefix (the LISTs left are the JSON inference pass of the default
+    # schemaEvolution=rescue: Spark's probe of each object named and of basePath, a LIST of
+    # at most 2 keys; with Spark's own handling an event run makes none, the next test)
     assert not [q for m, p, q in s3.server.log[before:] if is_list_request(m, p, q)
                 and q.endswith("prefix=in%2F") and "max-keys=2&" not in q]
     assert info["backfill"] is False and info["listing"] == "events", info
@@ -127,6 +129,29 @@ def test_events_runs_take_new_objects_from_the_queue_and_the_ledger_says_how(
     rows, info = run(spark, sqlite_url, clock, src, out, opts)
     assert rows == [] and info["backfill"] is True, info
     assert info["discovery_reason"] == "backfillInterval is due", info
+
+
+def test_an_event_run_makes_no_list_request_at_the_server(spark, s3, sqlite_url, clock,
+                                                            tmp_path):
+    """Counted at the server, a whole event run (receive, HEADs, read, commit, deletes) makes
+    no LIST: the roots' kinds are the backfill's, Spark reads the run's own statuses (no
+    basePath probe), the commit-time check HEADs.  With Spark's own JSON handling (``mode``):
+    the default schemaEvolution=rescue infers over the paths, one LIST each."""
+    queue, src, out = notified(s3, tmp_path)
+    opts = events_options(queue, mode="PERMISSIVE")
+    s3.put("in/a.json", body("a", 1))
+    before = len(s3.server.log)
+    rows, info = run(spark, sqlite_url, clock, src, out, opts)
+    assert rows == [("a", 1)] and info["backfill"] is True, info
+    assert [r for r in s3.server.log[before:] if is_list_request(*r)]  # the backfill lists
+    s3.put("in/b.json", body("b", 2))
+    s3.put("in/c.json", body("c", 3))
+    before = len(s3.server.log)
+    rows, info = run(spark, sqlite_url, clock, src, out, opts)
+    assert rows == [("b", 2), ("c", 3)] and info["backfill"] is False, info
+    lists = [r for r in s3.server.log[before:] if is_list_request(*r)]
+    assert lists == [], lists
+    assert sum(1 for r in s3.server.log[before:] if r[0] == "HEAD") >= 2
 
 
 # ---------------------------------------------------------------------- faults

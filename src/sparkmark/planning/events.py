@@ -389,14 +389,19 @@ def backfill_due(previous: BandState | None, listing_ts: int, opts: EventOptions
     return False, "events"
 
 
-def with_marker(extra: Mapping[str, Any], opts: EventOptions, backfill_ts: int | None
-                ) -> dict[str, Any]:
+def with_marker(extra: Mapping[str, Any], opts: EventOptions, backfill_ts: int | None,
+                roots: Mapping[str, bool] | None = None) -> dict[str, Any]:
     """``extra`` with the event marker set (``opts.enabled``) or removed (listing mode: a
     later switch back to events lists first).  ``backfill_ts``: this run's T when it listed,
-    ``None`` to keep the previous one.
+    ``None`` to keep the previous one.  ``roots``: the qualified roots the listing found, each
+    ``True`` when it names one object (a file root), ``None`` to keep the previous ones; event
+    runs take the roots' kinds from here instead of asking the store (on S3 a directory's
+    status is a LIST, :func:`known_roots`).
 
     >>> with_marker({"events": {"backfill_ts": 1}}, EventOptions(), None)
     {}
+    >>> with_marker({}, EventOptions("events", "https://sqs.x/1/q"), 5, {"s3a://lake/in": False})
+    {'events': {'backfill_ts': 5, 'queue': 'https://sqs.x/1/q', 'dir_roots': ['s3a://lake/in']}}
     """
     out = {k: v for k, v in extra.items() if k != EVENTS_KEY}
     if not opts.enabled:
@@ -404,23 +409,56 @@ def with_marker(extra: Mapping[str, Any], opts: EventOptions, backfill_ts: int |
     found = extra.get(EVENTS_KEY)
     previous: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
     ts = backfill_ts if backfill_ts is not None else previous.get("backfill_ts")
-    out[EVENTS_KEY] = {"backfill_ts": ts, "queue": opts.queue_url}
+    marker: dict[str, Any] = {"backfill_ts": ts, "queue": opts.queue_url}
+    if roots is None:
+        for key in ("dir_roots", "file_roots"):
+            if isinstance(previous.get(key), list):
+                marker[key] = list(previous[key])
+    else:
+        dirs = sorted(r for r, is_file in roots.items() if not is_file)
+        files = sorted(r for r, is_file in roots.items() if is_file)
+        if dirs:
+            marker["dir_roots"] = dirs
+        if files:
+            marker["file_roots"] = files
+    out[EVENTS_KEY] = marker
+    return out
+
+
+def known_roots(previous: BandState | None) -> dict[str, bool]:
+    """The roots the last backfill listing found (qualified, no trailing slash), each ``True``
+    when it names one object: an event run takes a root's kind from here and asks the store
+    only for a root not known (the paths changed, or an element from before the roots were
+    kept).  So an event run makes no LIST: S3A's status of a directory is one.
+
+    >>> st = BandState(low=1, extra={"events": {"dir_roots": ["s3a://lake/in"]}})
+    >>> known_roots(st), known_roots(None)
+    ({'s3a://lake/in': False}, {})
+    """
+    marker = previous.extra.get(EVENTS_KEY) if previous is not None else None
+    if not isinstance(marker, Mapping):
+        return {}
+    out: dict[str, bool] = {}
+    for key, is_file in (("dir_roots", False), ("file_roots", True)):
+        found = marker.get(key)
+        if isinstance(found, list):
+            out.update((str(r), is_file) for r in found if isinstance(r, str))
     return out
 
 
 def after_listing(extra: Mapping[str, Any], opts: EventOptions, listing_ts: int,
-                  deferred: int) -> dict[str, Any]:
+                  deferred: int, roots: Mapping[str, bool] | None = None) -> dict[str, Any]:
     """The ``extra`` a listing run commits: in event mode the backfill counts as done at
     ``listing_ts`` only when no bound left files for later (``deferred``); else the marker
     says ``incomplete`` and the next run lists again (the events of the files left behind may
-    have been lost).  In listing mode the marker goes
-    (:func:`with_marker`).
+    have been lost).  ``roots``: the listed roots' kinds (:func:`with_marker`).  In listing
+    mode the marker goes (:func:`with_marker`).
 
     >>> opts = EventOptions("events", "https://sqs.x/1/q")
     >>> after_listing({}, opts, 5, 0)["events"]["backfill_ts"], after_listing({}, opts, 5, 2)
     (5, {'events': {'backfill_ts': None, 'queue': 'https://sqs.x/1/q', 'incomplete': True}})
     """
-    out = with_marker(extra, opts, listing_ts if not deferred else None)
+    out = with_marker(extra, opts, listing_ts if not deferred else None, roots)
     if deferred and opts.enabled:
         out[EVENTS_KEY]["incomplete"] = True
     return out

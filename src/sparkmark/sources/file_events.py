@@ -12,7 +12,8 @@ calls the steps here in the order list -> plan -> read -> commit -> delete.
 * :func:`start_discovery` receives at the start of an incremental run, before any listing,
   and says whether the run lists in full (a backfill).
 * :func:`event_listing` asks the store for the current status of each object the messages
-  name (one HEAD each, eight at a time), as a :class:`~sparkmark.sources.file_listing.Listing`.
+  name (one HEAD each, eight at a time), as a :class:`~sparkmark.sources.file_listing.Listing`;
+  the roots' kinds come from the last backfill listing (no LIST), else from a status each.
 * :func:`delete_after_commit` hands the deletes to the run, for after its state commit.
 
 The client is boto3's, on the endpoint of ``queueUrl`` (its scheme and host), in the region
@@ -32,7 +33,7 @@ import os
 import re
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 from urllib.parse import urlsplit
 
 from sparkmark.core.errors import SourceError
@@ -211,12 +212,18 @@ def _status(fs: Any, path: str) -> list[tuple[str, bool, int, int]]:
 
 
 def event_listing(spark: "SparkSession", paths: Sequence[str], messages: Sequence[EventMessage],
-                  band: BandOptions) -> tuple[Listing, list[EventRoot],
-                                              dict[str, FileEntry | None]]:
+                  band: BandOptions, known: Mapping[str, bool] | None = None
+                  ) -> tuple[Listing, list[EventRoot], dict[str, FileEntry | None]]:
     """The roots of ``paths`` and the current status of each object the messages name (by
     the path the event gives; ``None``: gone), as a ``Listing`` of mode ``events`` that the
-    read takes like a listing.  One status of each root (a missing root is the listing's
-    error) and one HEAD per distinct object.
+    read takes like a listing.  One HEAD per distinct object.
+
+    ``known``: the roots the last backfill listing found, each ``True`` for a file root
+    (:func:`sparkmark.planning.events.known_roots`); a root among them costs no request.  Any
+    other root is asked for its status (on S3A a HEAD and, for a directory, a LIST of at most
+    2 keys; a missing root is the listing's error).  A known root deleted since is not
+    noticed here: its objects' events resolve to nothing, and the next backfill's listing
+    says the root is missing.
 
     Example: ``listing, roots, current = event_listing(spark, ["s3a://lake/in"], msgs, opts)``
     """
@@ -228,7 +235,11 @@ def event_listing(spark: "SparkSession", paths: Sequence[str], messages: Sequenc
         try:
             fs = file_system(spark, raw)
             qualified = str(fs.qualify(raw))
-            found = _status(fs, qualified)
+            root = qualified.rstrip("/")
+            if known and root in known:  # the backfill listing saw it: no request
+                found = [(root, not known[root], 0, 0)]
+            else:
+                found = _status(fs, qualified)
         except Exception as e:  # noqa: BLE001
             raise SourceError(f"cannot open input path {mask_url(raw)!r}: "
                               f"{storage_error_text(e, raw)}; nothing was read or committed: "
@@ -236,7 +247,6 @@ def event_listing(spark: "SparkSession", paths: Sequence[str], messages: Sequenc
         if not found:
             raise SourceError(f"input path {mask_url(raw)!r} does not exist; check the path, "
                               "or create the directory before the first run")
-        root = qualified.rstrip("/")
         roots.append(root)
         if found[0][1]:
             out.dir_roots.append(root)

@@ -135,16 +135,24 @@ def _build(spark: "SparkSession", fmt: str, files: Sequence[FileEntry], base: st
     utils = java_class(spark, "org.apache.spark.api.python.PythonUtils")
     roots = java_class(spark, "java.util.ArrayList")()
     roots.add(root)
-    jopts = java_class(spark, "java.util.HashMap")()
-    for name, value in options.items():
-        jopts.put(name, value)
-    scala_opts = utils.toScalaMap(jopts)
+
+    def scala_map(given: dict[str, str]) -> Any:
+        jopts = java_class(spark, "java.util.HashMap")()
+        for name, value in given.items():
+            jopts.put(name, value)
+        return utils.toScalaMap(jopts)
+    scala_opts = scala_map(options)
+    # basePath = the index's own root: Spark would check that it is a directory (on S3A a
+    # LIST request each read); without the option the index takes its root as the base path,
+    # so the partitions it infers are the same
+    index_opts = {k: v for k, v in options.items()
+                  if not (k.lower() == "basepath" and str(v).rstrip("/") == base.rstrip("/"))}
     option = java_class(spark, "scala.Option")
     none = option.empty()
     user = jss.parseDataType(schema.json()) if schema is not None else None
     index = java_class(spark, _DATASOURCES + "InMemoryFileIndex")(
-        jss, utils.toSeq(roots), scala_opts, option.apply(user) if user is not None else none,
-        cache, none, none)
+        jss, utils.toSeq(roots), scala_map(index_opts) if index_opts != options else scala_opts,
+        option.apply(user) if user is not None else none, cache, none, none)
     partition = index.partitionSchema()
     every = index.allFiles()
     if every.length() != len(files):  # e.g. files below the root with no partition columns:

@@ -44,7 +44,8 @@ from sparkmark.engine.gcpause import gc_paused
 from sparkmark.planning.bands import (BandState, FileEntry, plan_all, plan_band, plan_replay,
                                       split_options)
 from sparkmark.planning.events import (EventPlan, after_listing, check_event_paths,
-                                       plan_events, split_event_options, with_marker)
+                                       known_roots, plan_events, split_event_options,
+                                       with_marker)
 from sparkmark.planning.filecolumns import FileColumns, total_size
 from sparkmark.planning.latefiles import LatePlan, SettledSketch, path_keys, plan_late
 from sparkmark.planning.listing import ListingState, choose_listing
@@ -132,7 +133,7 @@ def read_files(run: RunContext, path: str | Sequence[str], *, format: str = "jso
         if from_events:  # the objects the messages name, as they are now
             assert discovery is not None
             listing, ev_roots, current = event_listing(run.spark, paths, discovery.messages,
-                                                       band_opts)
+                                                       band_opts, known_roots(previous))
             why = "events"
         else:
             listing = list_inputs(run.spark, paths, band_opts, decide=decide,
@@ -224,8 +225,11 @@ def read_files(run: RunContext, path: str | Sequence[str], *, format: str = "jso
         state = ev_plan.state
         extra = dict(ev_plan.state.extra)
     if state is not None:
+        # (a backfill keeps its roots' kinds: the event runs after it ask S3 for none)
         extra = (with_marker(extra, ev_opts, None) if plan is None else
-                 after_listing(extra, ev_opts, int(bookmark.listing_ts or 0), plan.deferred))
+                 after_listing(extra, ev_opts, int(bookmark.listing_ts or 0), plan.deferred,
+                               {**{r: False for r in listing.dir_roots},
+                                **{r: True for r in listing.file_roots}}))
         if listing.state is not None and plan is not None:
             extra["listing"] = ListingState(**{**listing.state.__dict__,
                                                "pending": plan.deferred + plan.waiting}
