@@ -38,8 +38,39 @@ LOOPBACK = "127.0.0.1"
 STATE_ENV = "SPARKMARK_STATE"
 
 
+def _ephemeral_floor() -> int:
+    """The lowest port the kernel hands to outgoing connections (Linux: the first number of
+    ``/proc/sys/net/ipv4/ip_local_port_range``, 32768 by default)."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
 def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    """A TCP port on 127.0.0.1 that nothing listens on right now, chosen at random below the
+    kernel's range for outgoing connections.
+
+    The caller binds it later (a server started with the port on its command line), so a port
+    from that range could meanwhile become the local end of any outgoing connection on the
+    machine (a Spark driver's, a client's of another test process); below it, only another
+    ``free_port`` caller could take it, one chance in thousands.
+
+    Example: ``port = free_port(); subprocess.Popen(["server", f"--port={port}"])``
+    """
+    import random
+    pick = random.SystemRandom()  # not the module's generator: a test may have seeded it
+    floor = _ephemeral_floor()
+    low = max(1024, min(20000, floor - 4096))
+    for _ in range(200):
+        port = pick.randint(low, floor - 1) if floor - 1 > low else 0
+        with socket.socket() as s:
+            try:
+                s.bind((LOOPBACK, port))
+            except OSError:
+                continue
+            return s.getsockname()[1]
     with socket.socket() as s:
         s.bind((LOOPBACK, 0))
         return s.getsockname()[1]

@@ -13,21 +13,16 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from sparkmark.devtools.cluster import free_port
+
 JAR = "/usr/share/java/mariadb-java-client.jar"
 USER, PASSWORD = "sm", "sm"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def available() -> str | None:
@@ -89,7 +84,7 @@ def start_mariadb(timeout: float = 120.0) -> MariaDBServer:
     subprocess.run([_exe("mariadb-install-db"), *user, f"--datadir={data}",
                     "--auth-root-authentication-method=socket", "--skip-test-db"],
                    check=True, capture_output=True, text=True)
-    port = _free_port()
+    port = free_port()
     log = open(root / "server.log", "w")
     proc = subprocess.Popen([_exe("mariadbd"), *user, f"--datadir={data}",
                              f"--socket={root / 's.sock'}", f"--port={port}",

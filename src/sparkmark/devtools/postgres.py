@@ -15,13 +15,9 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from sparkmark.devtools.cluster import free_port
 from typing import Any
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @dataclass
@@ -125,7 +121,7 @@ def start_postgres() -> PostgresServer:
         for p in (POSTGRES_BIN_PATH, POSTGRES_BIN_PATH.parent / "lib"):
             ensure_prefix_permissions(p)
             subprocess.run(["chmod", "-R", "o+rX", str(p)], check=True)
-    server = PostgresServer(root=root, port=_free_port(), user=user, bin_path=POSTGRES_BIN_PATH)
+    server = PostgresServer(root=root, port=free_port(), user=user, bin_path=POSTGRES_BIN_PATH)
     data = root / "data"
     server.run_tool("initdb", ["-D", str(data), "--auth=trust", "--encoding=utf8", "-U", "postgres"])
     try:

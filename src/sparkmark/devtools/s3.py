@@ -343,17 +343,39 @@ class SeaweedFS(S3Server):
         deadline = time.monotonic() + timeout
         while True:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"SeaweedFS exited ({self.proc.returncode}); see "
-                                   f"{self.data_dir}/weed.log")
-            try:
-                self.client().list_buckets()
+                raise RuntimeError(f"SeaweedFS exited ({self.proc.returncode}); the end of "
+                                   f"{self.data_dir}/weed.log:\n{self.log_tail()}")
+            if self._writable():
                 return self
-            except Exception:  # noqa: BLE001 - not up yet
-                if time.monotonic() > deadline:
-                    self.stop_server()
-                    raise TimeoutError(f"SeaweedFS did not answer in {timeout:.0f}s; see "
-                                       f"{self.data_dir}/weed.log") from None
-                time.sleep(0.2)
+            if time.monotonic() > deadline:
+                self.stop_server()
+                raise TimeoutError(f"SeaweedFS did not take writes in {timeout:.0f}s; the end "
+                                   f"of {self.data_dir}/weed.log:\n{self.log_tail()}")
+            time.sleep(0.2)
+
+    def _writable(self) -> bool:
+        """S3 answers and the master can place a write on a volume server (S3 answering is not
+        enough: bucket calls work before the volume server has joined, object writes do not)."""
+        import json
+        import urllib.request
+        try:
+            self.client().list_buckets()
+            url = f"http://{LOOPBACK}:{self.ports['master.port']}/dir/assign"
+            with urllib.request.urlopen(url, timeout=5) as r:
+                return bool(json.loads(r.read()).get("fid"))
+        except Exception:  # noqa: BLE001 - not up yet
+            return False
+
+    def log_tail(self, lines: int = 30) -> str:
+        """The last ``lines`` lines of the server's log (for error messages)."""
+        try:
+            with open(os.path.join(self.data_dir, "weed.log"), "rb") as f:
+                f.seek(0, os.SEEK_END)
+                f.seek(max(0, f.tell() - 16384))
+                text = f.read().decode("utf-8", "replace")
+        except OSError as e:
+            return f"(no log: {e})"
+        return "\n".join(text.splitlines()[-lines:])
 
     def stop_server(self) -> None:
         """Stop the server process (its data stays for :meth:`start`)."""
@@ -390,14 +412,21 @@ def start_seaweedfs(data_dir: str | None = None, *, access_key: str = "sparkmark
 
     Example: ``s = start_seaweedfs(); s.create_bucket("lake"); s.restart(); s.stop()``
     """
-    d = data_dir or tempfile.mkdtemp(prefix="sparkmark-weed-")
-    ports = {k: free_port() for k in _WEED_PORTS}
-    s3_port = free_port()
-    ports["s3.port"] = s3_port
-    server = SeaweedFS("seaweedfs", s3_port, access_key, secret_key, data_dir=d, ports=ports)
     import atexit
-    atexit.register(server.stop_server)
-    return server.start()
+    d = data_dir or tempfile.mkdtemp(prefix="sparkmark-weed-")
+    for attempt in range(3):
+        ports = {k: free_port() for k in _WEED_PORTS}
+        s3_port = free_port()
+        ports["s3.port"] = s3_port
+        server = SeaweedFS("seaweedfs", s3_port, access_key, secret_key, data_dir=d,
+                           ports=ports)
+        atexit.register(server.stop_server)
+        try:
+            return server.start()
+        except RuntimeError:  # it exited: one of its eleven ports was taken meanwhile
+            if attempt == 2:
+                raise
+    raise AssertionError("unreachable")
 
 
 def main(argv: list[str] | None = None) -> int:
