@@ -175,6 +175,16 @@ def run_plan(tmp_path: Path, items: list[dict], env: dict[str, str], tag: str) -
     return json.loads(results.read_text())
 
 
+def failed(results: dict) -> str:
+    """The scripts that failed, and the end of the first one's error (the scripts share one JVM,
+    so the first failure is usually the cause of the others): what an assertion message needs,
+    short enough that a CI log's excerpt keeps the cause."""
+    bad = [k for k, v in results.items() if v["code"]]
+    if not bad:
+        return "no script failed"
+    return f"failed: {bad}; {bad[0]} ended with:\n" + str(results[bad[0]].get("error", ""))[-2500:]
+
+
 def run_of(path: str) -> str | None:
     """The run id in a published file's name ``sm-<run_id>-part-...`` (None: a plain file)."""
     name = os.path.basename(path)
@@ -352,13 +362,13 @@ def test_glue_shaped_scripts_twice_only_new_input(tmp_path):
     items = shaped_items()
     _first_input(lake, out)
     first = run_plan(tmp_path, items, env, "1")
-    assert {k: v["code"] for k, v in first.items() if v["code"]} == {}, first
+    assert {k: v["code"] for k, v in first.items() if v["code"]} == {}, failed(first)
     # purge_and_load.py: only the file older than an hour went; the exports table is emptied
     assert sorted(os.listdir(out / "scratch")) == ["fresh.tmp"]
     assert not [f for f in os.listdir(out / "exports") if not f.startswith(".")]
     _second_input(lake)
     second = run_plan(tmp_path, items, env, "2")
-    assert {k: v["code"] for k, v in second.items() if v["code"]} == {}, second
+    assert {k: v["code"] for k, v in second.items() if v["code"]} == {}, failed(second)
     check_shaped_outputs(tmp_path)
 
 
@@ -400,7 +410,7 @@ def test_glue_shaped_scripts_on_s3_straight_to_the_endpoint(tmp_path, s3_server)
         _first_input(local / "lake", local / "out")
         upload()
         first = run_plan(tmp_path, items, env, "1")
-        assert {k: v["code"] for k, v in first.items() if v["code"]} == {}, first
+        assert {k: v["code"] for k, v in first.items() if v["code"]} == {}, failed(first)
         # purge_and_load.py: on S3 both scratch objects are minutes old (an upload cannot be
         # back-dated): retentionPeriod 1 (hour) keeps both; the exports table is emptied
         assert sorted(out.keys("scratch/")) == ["scratch/fresh.tmp", "scratch/old.tmp"]
@@ -408,7 +418,7 @@ def test_glue_shaped_scripts_on_s3_straight_to_the_endpoint(tmp_path, s3_server)
         _second_input(local / "lake")
         upload()
         second = run_plan(tmp_path, items, env, "2")
-        assert {k: v["code"] for k, v in second.items() if v["code"]} == {}, second
+        assert {k: v["code"] for k, v in second.items() if v["code"]} == {}, failed(second)
         for key in out.keys():
             if not key.endswith("/"):
                 _text(tmp_path / "out" / key, "")

@@ -93,6 +93,15 @@ def test_reset_remove_output_on_s3_then_rerun_is_exactly_once(spark, s3, sqlite_
     assert target_ids(spark, s3) == [1, 2, 11, 12, 21, 22]
 
 
+def why(out: subprocess.CompletedProcess) -> str:
+    """What a failed command said about why: the lines naming an error, then the end of its
+    output (Spark's log and the traces of its shutdown would otherwise fill the message)."""
+    text = out.stdout + out.stderr
+    said = [line for line in text.splitlines() if not line.lstrip().startswith("at ")
+            and any(w in line for w in ("Error", "error", "Exception", "refused", "denied"))]
+    return f"exit {out.returncode}\n" + "\n".join(said[:25]) + "\n...\n" + text[-1200:]
+
+
 def test_cli_reset_remove_output_reads_s3a_settings_from_spark_defaults(
         spark, s3, s3_server, sqlite_url, now_clock, tmp_path):
     from sparkmark.engine.compat import is_connect
@@ -114,7 +123,7 @@ def test_cli_reset_remove_output_reads_s3a_settings_from_spark_defaults(
     out = subprocess.run([SPARKMARK, "--state", sqlite_url, "bookmark", "reset", "orders",
                           "--run-id", first, "--remove-output"], env=env, capture_output=True,
                          text=True, timeout=300)
-    assert out.returncode == 0, out.stdout + out.stderr
+    assert out.returncode == 0, why(out)
     assert not [k for k in s3.keys("out/") if f"sm-{second}-" in k]
     assert target_ids(classic_spark, s3) == [1, 2]
     assert s3_server.secret_key not in out.stdout + out.stderr or s3_server.secret_key == "testing"
