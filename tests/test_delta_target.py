@@ -222,14 +222,19 @@ def test_bad_targets_and_options_change_nothing(delta, flow, tmp_path):
         flow.run(target=plain)
     with pytest.raises(SinkError, match="cannot be opened"):
         flow.run(target="default.no_such_table_here")
+    parquet_table = f"default.ptgt{os.getpid()}"
+    delta.sql(f"CREATE TABLE {parquet_table} (id BIGINT, v STRING) USING parquet")
+    with pytest.raises(SinkError, match="is not a Delta table \\(format 'parquet'\\)"):
+        flow.run(target=parquet_table)
     with pytest.raises(ConfigError, match="cannot be used with job.write to a Delta"):
         flow.run(options={"txnAppId": "mine"})
     (tmp_path / "notdelta").mkdir()
     (tmp_path / "notdelta" / "x.parquet").write_text("x")
     with pytest.raises(SinkError, match="no Delta table"):
         flow.run(target=str(tmp_path / "notdelta"))
-    assert [r["status"] for r in flow.ledger()] == ["FAILED"] * 4
+    assert [r["status"] for r in flow.ledger()] == ["FAILED"] * 5
     assert not os.path.exists(flow.target)
+    assert delta.table(parquet_table).count() == 0
     assert len(delta.sql(f"DESCRIBE HISTORY delta.`{plain}`").collect()) == 1
     n, _ = flow.run()
     assert n == 1 and flow.ids() == [1]

@@ -218,16 +218,19 @@ def _table_state(spark: "SparkSession", target: str, is_path: bool
             return location, -1, None
     else:
         try:
-            detail = spark.sql(f"DESCRIBE DETAIL {target}").collect()[0].asDict()
+            # the catalog's entry, not DESCRIBE DETAIL (which sums every file of the snapshot)
+            detail = {str(r[0]).strip().lower(): str(r[1] or "").strip() for r in
+                      spark.sql(f"DESCRIBE TABLE EXTENDED {target}").collect() if r[0]}
         except Exception as e:  # noqa: BLE001 - no such table, no Delta catalog
             raise SinkError(f"Delta table {target} cannot be opened: {java_error_text(e)}; a "
                             "table-name Delta target must exist (CREATE TABLE ... USING delta) "
                             "in a catalog that knows Delta (spark_catalog as DeltaCatalog); "
                             "nothing was written or committed") from None
-        if str(detail.get("format") or "").lower() != "delta":
+        if detail.get("provider", "").lower() != "delta" or not detail.get("location"):
             raise SinkError(f"{target} is not a Delta table (format "
-                            f"{detail.get('format')!r}); nothing was written or committed")
-        location = str(detail["location"]).rstrip("/")
+                            f"{detail.get('provider') or None!r}); nothing was written or "
+                            "committed")
+        location = detail["location"].rstrip("/")
     try:
         version = latest_version(spark, location)
         have = {c.lower() for c in spark.read.format("delta").load(location).columns}
