@@ -19,10 +19,11 @@ from hypothesis import strategies as st
 
 from sparkmark.core.errors import ConfigError
 from sparkmark.planning.bands import BandOptions, BandState, FileEntry, plan_band
-from sparkmark.planning.events import (EventMessage, EventOptions, after_listing, backfill_due,
-                                       event_path, known_roots, parse_backfill_interval,
-                                       parse_body, plan_events, roots_of, settled_by_listing,
-                                       split_event_options, wanted_paths, with_marker)
+from sparkmark.planning.event_messages import EventMessage, parse_body
+from sparkmark.planning.events import (EventOptions, after_listing, backfill_due, event_path,
+                                       known_roots, parse_backfill_interval, plan_events,
+                                       roots_of, settled_by_listing, split_event_options,
+                                       wanted_paths, with_marker)
 
 QUEUE = "https://sqs.us-east-1.amazonaws.com/123456789012/lake-events"
 ROOTS = roots_of(["s3a://lake/in"])

@@ -37,14 +37,13 @@ Example::
 """
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any, Mapping, Sequence
-from urllib.parse import unquote_plus, urlsplit
+from urllib.parse import urlsplit
 
 from sparkmark.core.errors import ConfigError
+from sparkmark.planning.event_messages import EventMessage, EventRecord
 from sparkmark.planning.bands import (EVENT_OPTION_NAMES, BandOptions, BandState, FileEntry,
                                       excluded, glob_to_regex, path_hash)
 
@@ -185,91 +184,6 @@ def check_event_paths(paths: Sequence[str], band: BandOptions) -> None:
                           "incrementalListing does not apply: drop one of the two")
 
 
-# ---------------------------------------------------------------------- messages
-@dataclass(frozen=True)
-class EventRecord:
-    """One record of an event message: ``kind`` is ``created``, ``removed``, ``test`` (S3's
-    ``s3:TestEvent``) or ``other`` (a body sparkmark does not know: read nothing); ``key`` is
-    decoded.
-
-    Example: ``EventRecord("created", "lake", "in/a b.json", size=12)``
-    """
-
-    kind: str
-    bucket: str = ""
-    key: str = ""
-    size: int | None = None
-    time_ms: int | None = None
-
-
-@dataclass(frozen=True)
-class EventMessage:
-    """A message received from the queue: its id, the receipt handle that deletes it, and its
-    records.
-
-    Example: ``EventMessage("m1", "rh", parse_body(body))``
-    """
-
-    id: str
-    receipt: str
-    records: tuple[EventRecord, ...] = ()
-
-
-def _time_ms(text: Any) -> int | None:
-    try:
-        return int(datetime.fromisoformat(str(text).replace("Z", "+00:00")).timestamp() * 1000)
-    except (TypeError, ValueError):
-        return None
-
-
-def _s3_record(rec: Mapping[str, Any]) -> EventRecord:
-    name = str(rec.get("eventName", ""))
-    s3 = rec.get("s3") or {}
-    bucket = str((s3.get("bucket") or {}).get("name", ""))
-    obj = s3.get("object") or {}
-    kind = ("created" if name.startswith("ObjectCreated") else
-            "removed" if name.startswith("ObjectRemoved") else "other")
-    size = obj.get("size")
-    return EventRecord(kind, bucket, unquote_plus(str(obj.get("key", ""))),
-                       int(size) if isinstance(size, int) else None,
-                       _time_ms(rec.get("eventTime")))
-
-
-def parse_body(body: str) -> tuple[EventRecord, ...]:
-    """The records of one SQS message body: an S3 notification (``Records``, keys
-    form-encoded), S3's ``s3:TestEvent``, an EventBridge S3 event (``detail-type`` ``Object
-    Created``/``Object Deleted``) or either wrapped by SNS (``Message``).  Anything else is
-    one ``other`` record (it names no object: read nothing, delete it).
-
-    >>> parse_body('{"Records": [{"eventName": "ObjectCreated:Put", "s3": {"bucket": '
-    ...            '{"name": "lake"}, "object": {"key": "in%2Fa+b.json", "size": 2}}}]}')[0].key
-    'in/a b.json'
-    """
-    try:
-        doc = json.loads(body)
-    except (TypeError, ValueError):
-        return (EventRecord("other"),)
-    if isinstance(doc, dict) and doc.get("Type") == "Notification" and "Message" in doc:
-        return parse_body(str(doc["Message"]))  # SNS fan-out
-    if not isinstance(doc, dict):
-        return (EventRecord("other"),)
-    if doc.get("Event") == "s3:TestEvent":
-        return (EventRecord("test", str(doc.get("Bucket", ""))),)
-    if isinstance(doc.get("Records"), list):
-        return tuple(_s3_record(r) if isinstance(r, dict) else EventRecord("other")
-                     for r in doc["Records"]) or (EventRecord("other"),)
-    if doc.get("source") == "aws.s3" and isinstance(doc.get("detail"), dict):
-        detail = doc["detail"]
-        kind = {"Object Created": "created", "Object Deleted": "removed"}.get(
-            str(doc.get("detail-type")), "other")
-        obj = detail.get("object") or {}
-        size = obj.get("size")
-        return (EventRecord(kind, str((detail.get("bucket") or {}).get("name", "")),
-                            str(obj.get("key", "")), int(size) if isinstance(size, int) else None,
-                            _time_ms(doc.get("time"))),)
-    return (EventRecord("other"),)
-
-
 # ---------------------------------------------------------------------- scope
 @dataclass(frozen=True)
 class EventRoot:
@@ -342,6 +256,7 @@ def wanted_paths(messages: Sequence[EventMessage], roots: Sequence[EventRoot],
     """The distinct paths of the objects created in scope, in the order first named: the
     objects whose current status the run asks the store for.
 
+    >>> from sparkmark.planning.event_messages import parse_body
     >>> m = EventMessage("1", "r", parse_body('{"Records": [{"eventName": "ObjectCreated:Put",'
     ...     '"s3": {"bucket": {"name": "lake"}, "object": {"key": "in/a.json"}}}]}'))
     >>> wanted_paths([m, m], roots_of(["s3a://lake/in"]), BandOptions())
@@ -527,6 +442,7 @@ def plan_events(messages: Sequence[EventMessage], roots: Sequence[EventRoot],
     now (``None``: the object is gone); ``previous``: the committed element; ``listing_ts``:
     the run's T (an object stamped after it waits, its message kept).
 
+    >>> from sparkmark.planning.event_messages import parse_body
     >>> msg = EventMessage("1", "r", parse_body('{"Records": [{"eventName": '
     ...     '"ObjectCreated:Put", "s3": {"bucket": {"name": "lake"}, "object": {"key": "in/a"}}}]}'))
     >>> a = FileEntry(50, "s3a://lake/in/a", 3)
@@ -612,6 +528,7 @@ def settled_by_listing(messages: Sequence[EventMessage], roots: Sequence[EventRo
     record of which the committed ``state`` settles: the object listed and covered, not listed
     (gone since), or out of scope.  ``listed``: the listing by path.
 
+    >>> from sparkmark.planning.event_messages import parse_body
     >>> m = EventMessage("1", "r", parse_body('{"Records": [{"eventName": "ObjectCreated:Put",'
     ...     '"s3": {"bucket": {"name": "lake"}, "object": {"key": "in/a"}}}]}'))
     >>> a = FileEntry(50, "s3a://lake/in/a", 3)

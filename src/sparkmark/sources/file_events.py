@@ -42,8 +42,9 @@ from sparkmark.core.secrets import mask_url
 from sparkmark.engine.fs import file_system
 from sparkmark.engine.jvm import storage_error_text
 from sparkmark.planning.bands import BandOptions, BandState, FileEntry
-from sparkmark.planning.events import (EventMessage, EventOptions, EventRoot, backfill_due,
-                                       parse_body, roots_of, settled_by_listing, wanted_paths)
+from sparkmark.planning.event_messages import EventMessage, parse_body
+from sparkmark.planning.events import (EventOptions, EventRoot, backfill_due, roots_of,
+                                       settled_by_listing, wanted_paths)
 from sparkmark.sources.file_listing import Listing
 
 if TYPE_CHECKING:
