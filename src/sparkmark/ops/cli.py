@@ -26,12 +26,13 @@ bookmark_app = typer.Typer(help="Inspect, reset or rewind a job's bookmark.",
                            no_args_is_help=True)
 app.add_typer(bookmark_app, name="bookmark")
 
-# Piped output (no terminal) gets a wide page instead of rich's 80 columns.  Markup is off:
-# job names, paths and error texts are user text, printed literally ("sales[eu]", "[/]");
-# styles come from Text objects only.
-out = Console(highlight=False, soft_wrap=True, markup=False,
+# Piped output (no terminal) gets a wide page instead of rich's 80 columns.  Markup and emoji
+# codes are off: job names, paths and error texts are user text, printed literally
+# ("sales[eu]", "[/]", "eu:warning:x"); styles come from Text objects only.  (Emoji
+# replacement was also a tenth of rendering report's table.)
+out = Console(highlight=False, soft_wrap=True, markup=False, emoji=False,
               width=None if sys.stdout.isatty() else int(os.environ.get("COLUMNS", "240")))
-err = Console(stderr=True, highlight=False, soft_wrap=True, markup=False)
+err = Console(stderr=True, highlight=False, soft_wrap=True, markup=False, emoji=False)
 
 
 def _error_line(text: str) -> Text:
