@@ -230,8 +230,10 @@ def fill_pipeline(url: str, hours: int) -> int:
         if batch:
             conn.execute(files.insert(), batch)
     if url.startswith("postgresql"):
+        # VACUUM too: a store a year old has been vacuumed long ago; without it autovacuum
+        # works through the seeded rows while the runs below are timed, on this store only
         with store.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as c:
-            c.exec_driver_sql("ANALYZE")
+            c.exec_driver_sql("VACUUM ANALYZE")
     return len(rows)
 
 
@@ -273,7 +275,9 @@ def measure_pipelines(urls: dict[str, str], repeat: int, snapshot: int) -> dict[
         got = run(store)  # warm: the compiled statements (and the audit's retention)
         assert not got.failed and {r.status for r in got.results} == {"EMPTY"}, str(got)
     for i in range(repeat):
-        for label, store in stores.items():
+        # the order alternates: neither store always runs right after the other
+        for label, store in (list(stores.items()) if i % 2 == 0 else
+                             list(reversed(stores.items()))):
             t0 = time.perf_counter()
             run(store)
             t1 = time.perf_counter()
@@ -306,7 +310,10 @@ COMMANDS = {
 
 
 def measure_commands(url: str, repeat: int) -> dict:
-    """Median seconds of each read-only command in a new process, as a user runs it."""
+    """Median seconds of each read-only command in a new process, as a user runs it: wall
+    time (``s``) and the process's CPU time, user + system (``cpu_s``: what the command costs,
+    less sensitive to the machine's load than the wall time)."""
+    import resource
     import subprocess
     tmp = tempfile.mkdtemp(prefix="sm-hist-cmd-")
     env = dict(os.environ, SPARKMARK_STATE=url, PYTHONPATH=str(ROOT / "src"), COLUMNS="200")
@@ -314,14 +321,18 @@ def measure_commands(url: str, repeat: int) -> dict:
     for name, args in COMMANDS.items():
         argv = [sys.executable, "-c", "from sparkmark.ops.cli import main; main()",
                 *[a.format(tmp=tmp) for a in args]]
-        times = []
+        times, cpu = [], []
         for _ in range(repeat):
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
             t0 = time.perf_counter()
             res = subprocess.run(argv, env=env, capture_output=True, text=True)
             times.append(time.perf_counter() - t0)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
             if res.returncode != 0:
                 raise SystemExit(f"{name}: exit {res.returncode}\n{res.stderr[-2000:]}")
         out[name] = {"s": round(statistics.median(times), 3),
+                     "cpu_s": round(statistics.median(cpu), 3),
                      "output_lines": len(res.stdout.splitlines())}
     return out
 
@@ -411,14 +422,15 @@ def run_pipeline_part(a, server_box: list) -> list[dict]:
               f"{r['planning_ms']:>11.2f} {r['ratio']['planning_ms']:>6} "
               f"{r['full_scan_ownership_ms']:>22.2f}")
     print(f"\n{'backend':<10} {'command (new process, default options)':<40} {'year s':>7} "
-          f"{'lines':>6} {'empty s':>8}")
+          f"{'cpu s':>6} {'lines':>6} {'empty s':>8} {'cpu s':>6}")
     for r in rows:
         if r["ledger"] != "year":
             continue
         peer = next(b for b in rows if b["backend"] == r["backend"] and b["ledger"] == "empty")
         for name, c in r["commands_s"].items():
-            print(f"{r['backend']:<10} {name:<40} {c['s']:>7.3f} {c['output_lines']:>6} "
-                  f"{peer['commands_s'][name]['s']:>8.3f}")
+            e = peer["commands_s"][name]
+            print(f"{r['backend']:<10} {name:<40} {c['s']:>7.3f} {c['cpu_s']:>6.3f} "
+                  f"{c['output_lines']:>6} {e['s']:>8.3f} {e['cpu_s']:>6.3f}")
     return rows
 
 
@@ -501,7 +513,10 @@ def main(argv: list[str] | None = None) -> int:
                           "full_scan_ownership_ms: the ownership check as it was before "
                           "schema 5 (every committed run's config parsed); commands_s: each "
                           "read-only command in a new process, default options, median (on "
-                          "the empty store: after its measured runs)"}}
+                          "the empty store: after its measured runs): s wall, cpu_s the "
+                          "process's user + system time; the two stores' pipeline runs take "
+                          "turns in alternating order; PostgreSQL stores VACUUM ANALYZEd after "
+                          "the seed"}}
     for key, value in old.items():  # earlier comparisons (before_schema_3, ...) stay
         if key.startswith("before_") and key not in result:
             result[key] = value

@@ -382,8 +382,9 @@ def files(job: str = typer.Argument(..., help="Job name"),
           every: bool = typer.Option(False, "--all", help="Every row (no --limit)"),
           format: str = typer.Option("table", "--format", "-f", help="table, json or csv")
           ) -> None:
-    """The per-file audit: which run read which file, newest reads first (the table: the
-    newest 100 reads; --limit N, --all for every one)."""
+    """The per-file audit: which run read which file, newest reads first.
+
+    The table shows the newest 100 reads (--limit N, --all for every one)."""
     def body() -> None:
         from sparkmark.ops.bookmarks import FILE_COLUMNS, files_limit
         from sparkmark.core.clock import format_ts
