@@ -24,7 +24,8 @@ run, seeded directly.  On it, and on an empty ledger of the same pipeline:
   that no module calls Spark: the gating, the removals left, each module's window start, the
   target ownership check, and per module a job run's init and commit with its ledger row --
   all the store work of a run except the staged-output bookkeeping of a write (the
-  ``shared-target check`` above); ``ratio`` = at 87,600 / empty (goal <= 1.2);
+  ``shared-target check`` above), its wall time and this process's CPU time (on
+  PostgreSQL the client's share only); ``ratio`` = at 87,600 / empty (goal <= 1.2);
   ``planning`` is the part before the first module runs, and ``full-scan ownership`` what
   the ownership check cost when it read every committed run's config (the code before
   schema 5, kept here to compare);
@@ -266,7 +267,7 @@ def measure_pipelines(urls: dict[str, str], repeat: int, snapshot: int) -> dict[
     clock = lambda: snapshot  # noqa: E731 - every window ends where it starts: no Spark
     stores = {label: open_store(url) for label, url in urls.items()}
     times: dict[str, dict[str, list[float]]] = {
-        label: {"run": [], "plan": [], "scan": []} for label in urls}
+        label: {"run": [], "cpu": [], "plan": [], "scan": []} for label in urls}
 
     def run(store):
         return run_pipeline(None, store, clock, modules, pipeline=PIPELINE, timezone="UTC",
@@ -278,15 +279,16 @@ def measure_pipelines(urls: dict[str, str], repeat: int, snapshot: int) -> dict[
         # the order alternates: neither store always runs right after the other
         for label, store in (list(stores.items()) if i % 2 == 0 else
                              list(reversed(stores.items()))):
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             run(store)
-            t1 = time.perf_counter()
+            t1, c1 = time.perf_counter(), time.process_time()
             check_idle(store, clock, PIPELINE, modules, "run the pipeline")
             finish_removals(None, store, PIPELINE)
             module_progress(store, PIPELINE, modules)
             check_ownership(store, PIPELINE, modules, modules)
             t2 = time.perf_counter()
             times[label]["run"].append((t1 - t0) * 1e3)
+            times[label]["cpu"].append((c1 - c0) * 1e3)
             times[label]["plan"].append((t2 - t1) * 1e3)
             if i % 10 == 0:
                 old = full_scan_owners(store, PIPELINE, [m.target for m in modules.values()])
@@ -294,6 +296,7 @@ def measure_pipelines(urls: dict[str, str], repeat: int, snapshot: int) -> dict[
                                for m in modules.values()], old
                 times[label]["scan"].append((time.perf_counter() - t2) * 1e3)
     return {label: {"pipeline_run_ms": round(statistics.median(t["run"]), 2),
+                    "pipeline_run_cpu_ms": round(statistics.median(t["cpu"]), 2),
                     "planning_ms": round(statistics.median(t["plan"]), 2),
                     "full_scan_ownership_ms": round(statistics.median(t["scan"]), 2)}
             for label, t in times.items()}
@@ -409,16 +412,21 @@ def run_pipeline_part(a, server_box: list) -> list[dict]:
                    **got[label], "fill_s": fills[label], "commands_s": commands[label]}
             rows.append(row)
             print(f"{backend:<10} {label:<6} rows={counts[label]:>7,}  pipeline run "
-                  f"{row['pipeline_run_ms']:8.2f} ms  planning {row['planning_ms']:7.2f} ms  "
+                  f"{row['pipeline_run_ms']:8.2f} ms (cpu {row['pipeline_run_cpu_ms']:.2f})  "
+                  f"planning {row['planning_ms']:7.2f} ms  "
                   f"full-scan ownership {row['full_scan_ownership_ms']:9.2f} ms", flush=True)
     for r in rows:
         base = next(b for b in rows if b["backend"] == r["backend"] and b["ledger"] == "empty")
-        r["ratio"] = {k: round(r[k] / base[k], 2) for k in ("pipeline_run_ms", "planning_ms")}
+        r["ratio"] = {k: round(r[k] / base[k], 2) for k in ("pipeline_run_ms",
+                                                            "pipeline_run_cpu_ms",
+                                                            "planning_ms")}
     print(f"\n{'backend':<10} {'ledger':<6} {'rows':>7} {'run ms':>8} {'ratio':>6} "
-          f"{'planning ms':>11} {'ratio':>6} {'full-scan ownership ms':>22}")
+          f"{'cpu ms':>7} {'ratio':>6} {'planning ms':>11} {'ratio':>6} "
+          f"{'full-scan ownership ms':>22}")
     for r in rows:
         print(f"{r['backend']:<10} {r['ledger']:<6} {r['ledger_rows']:>7,} "
               f"{r['pipeline_run_ms']:>8.2f} {r['ratio']['pipeline_run_ms']:>6} "
+              f"{r['pipeline_run_cpu_ms']:>7.2f} {r['ratio']['pipeline_run_cpu_ms']:>6} "
               f"{r['planning_ms']:>11.2f} {r['ratio']['planning_ms']:>6} "
               f"{r['full_scan_ownership_ms']:>22.2f}")
     print(f"\n{'backend':<10} {'command (new process, default options)':<40} {'year s':>7} "
@@ -510,6 +518,8 @@ def main(argv: list[str] | None = None) -> int:
                   "note": "a year of hourly runs of 10 modules seeded (failed attempts, 12 "
                           "rollbacks of a day, a taken-over target); pipeline_run_ms: "
                           "run_pipeline with empty windows (no Spark), ratio = year / empty; "
+                          "pipeline_run_cpu_ms: this process's CPU time of it (the client's "
+                          "share on PostgreSQL); "
                           "full_scan_ownership_ms: the ownership check as it was before "
                           "schema 5 (every committed run's config parsed); commands_s: each "
                           "read-only command in a new process, default options, median (on "
