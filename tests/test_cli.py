@@ -210,6 +210,13 @@ def test_report_shows_duration_and_files_read_and_json_config_is_an_object(sqlit
     assert "1.5" in res.stdout
 
 
+def test_python_m_runs_the_cli_by_its_old_and_new_module_paths():
+    for module in ("sparkmark.cli", "sparkmark.ops.cli"):
+        res = subprocess.run([sys.executable, "-m", module, "--version"], capture_output=True,
+                             text=True, timeout=120)
+        assert res.returncode == 0 and res.stdout.startswith("sparkmark "), (module, res.stderr)
+
+
 def test_read_only_commands_start_no_spark(sqlite_url, clock, tmp_path):
     """report, bookmark get/history and files need only the store: no pyspark, py4j, pandas
     or pyarrow import (each costs start-up time on every command)."""
