@@ -24,7 +24,8 @@ run, seeded directly.  On it, and on an empty ledger of the same pipeline:
   that no module calls Spark: the gating, the removals left, each module's window start, the
   target ownership check, and per module a job run's init and commit with its ledger row --
   all the store work of a run except the staged-output bookkeeping of a write (the
-  ``shared-target check`` above); ``ratio`` = at 87,600 / empty (goal <= 1.2);
+  ``shared-target check`` above), its wall time and this process's CPU time (on
+  PostgreSQL the client's share only); ``ratio`` = at 87,600 / empty (goal <= 1.2);
   ``planning`` is the part before the first module runs, and ``full-scan ownership`` what
   the ownership check cost when it read every committed run's config (the code before
   schema 5, kept here to compare);
@@ -230,8 +231,10 @@ def fill_pipeline(url: str, hours: int) -> int:
         if batch:
             conn.execute(files.insert(), batch)
     if url.startswith("postgresql"):
+        # VACUUM too: a store a year old has been vacuumed long ago; without it autovacuum
+        # works through the seeded rows while the runs below are timed, on this store only
         with store.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as c:
-            c.exec_driver_sql("ANALYZE")
+            c.exec_driver_sql("VACUUM ANALYZE")
     return len(rows)
 
 
@@ -264,7 +267,7 @@ def measure_pipelines(urls: dict[str, str], repeat: int, snapshot: int) -> dict[
     clock = lambda: snapshot  # noqa: E731 - every window ends where it starts: no Spark
     stores = {label: open_store(url) for label, url in urls.items()}
     times: dict[str, dict[str, list[float]]] = {
-        label: {"run": [], "plan": [], "scan": []} for label in urls}
+        label: {"run": [], "cpu": [], "plan": [], "scan": []} for label in urls}
 
     def run(store):
         return run_pipeline(None, store, clock, modules, pipeline=PIPELINE, timezone="UTC",
@@ -273,16 +276,19 @@ def measure_pipelines(urls: dict[str, str], repeat: int, snapshot: int) -> dict[
         got = run(store)  # warm: the compiled statements (and the audit's retention)
         assert not got.failed and {r.status for r in got.results} == {"EMPTY"}, str(got)
     for i in range(repeat):
-        for label, store in stores.items():
-            t0 = time.perf_counter()
+        # the order alternates: neither store always runs right after the other
+        for label, store in (list(stores.items()) if i % 2 == 0 else
+                             list(reversed(stores.items()))):
+            t0, c0 = time.perf_counter(), time.process_time()
             run(store)
-            t1 = time.perf_counter()
+            t1, c1 = time.perf_counter(), time.process_time()
             check_idle(store, clock, PIPELINE, modules, "run the pipeline")
             finish_removals(None, store, PIPELINE)
             module_progress(store, PIPELINE, modules)
             check_ownership(store, PIPELINE, modules, modules)
             t2 = time.perf_counter()
             times[label]["run"].append((t1 - t0) * 1e3)
+            times[label]["cpu"].append((c1 - c0) * 1e3)
             times[label]["plan"].append((t2 - t1) * 1e3)
             if i % 10 == 0:
                 old = full_scan_owners(store, PIPELINE, [m.target for m in modules.values()])
@@ -290,6 +296,7 @@ def measure_pipelines(urls: dict[str, str], repeat: int, snapshot: int) -> dict[
                                for m in modules.values()], old
                 times[label]["scan"].append((time.perf_counter() - t2) * 1e3)
     return {label: {"pipeline_run_ms": round(statistics.median(t["run"]), 2),
+                    "pipeline_run_cpu_ms": round(statistics.median(t["cpu"]), 2),
                     "planning_ms": round(statistics.median(t["plan"]), 2),
                     "full_scan_ownership_ms": round(statistics.median(t["scan"]), 2)}
             for label, t in times.items()}
@@ -306,7 +313,10 @@ COMMANDS = {
 
 
 def measure_commands(url: str, repeat: int) -> dict:
-    """Median seconds of each read-only command in a new process, as a user runs it."""
+    """Median seconds of each read-only command in a new process, as a user runs it: wall
+    time (``s``) and the process's CPU time, user + system (``cpu_s``: what the command costs,
+    less sensitive to the machine's load than the wall time)."""
+    import resource
     import subprocess
     tmp = tempfile.mkdtemp(prefix="sm-hist-cmd-")
     env = dict(os.environ, SPARKMARK_STATE=url, PYTHONPATH=str(ROOT / "src"), COLUMNS="200")
@@ -314,14 +324,18 @@ def measure_commands(url: str, repeat: int) -> dict:
     for name, args in COMMANDS.items():
         argv = [sys.executable, "-c", "from sparkmark.ops.cli import main; main()",
                 *[a.format(tmp=tmp) for a in args]]
-        times = []
+        times, cpu = [], []
         for _ in range(repeat):
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
             t0 = time.perf_counter()
             res = subprocess.run(argv, env=env, capture_output=True, text=True)
             times.append(time.perf_counter() - t0)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
             if res.returncode != 0:
                 raise SystemExit(f"{name}: exit {res.returncode}\n{res.stderr[-2000:]}")
         out[name] = {"s": round(statistics.median(times), 3),
+                     "cpu_s": round(statistics.median(cpu), 3),
                      "output_lines": len(res.stdout.splitlines())}
     return out
 
@@ -398,27 +412,33 @@ def run_pipeline_part(a, server_box: list) -> list[dict]:
                    **got[label], "fill_s": fills[label], "commands_s": commands[label]}
             rows.append(row)
             print(f"{backend:<10} {label:<6} rows={counts[label]:>7,}  pipeline run "
-                  f"{row['pipeline_run_ms']:8.2f} ms  planning {row['planning_ms']:7.2f} ms  "
+                  f"{row['pipeline_run_ms']:8.2f} ms (cpu {row['pipeline_run_cpu_ms']:.2f})  "
+                  f"planning {row['planning_ms']:7.2f} ms  "
                   f"full-scan ownership {row['full_scan_ownership_ms']:9.2f} ms", flush=True)
     for r in rows:
         base = next(b for b in rows if b["backend"] == r["backend"] and b["ledger"] == "empty")
-        r["ratio"] = {k: round(r[k] / base[k], 2) for k in ("pipeline_run_ms", "planning_ms")}
+        r["ratio"] = {k: round(r[k] / base[k], 2) for k in ("pipeline_run_ms",
+                                                            "pipeline_run_cpu_ms",
+                                                            "planning_ms")}
     print(f"\n{'backend':<10} {'ledger':<6} {'rows':>7} {'run ms':>8} {'ratio':>6} "
-          f"{'planning ms':>11} {'ratio':>6} {'full-scan ownership ms':>22}")
+          f"{'cpu ms':>7} {'ratio':>6} {'planning ms':>11} {'ratio':>6} "
+          f"{'full-scan ownership ms':>22}")
     for r in rows:
         print(f"{r['backend']:<10} {r['ledger']:<6} {r['ledger_rows']:>7,} "
               f"{r['pipeline_run_ms']:>8.2f} {r['ratio']['pipeline_run_ms']:>6} "
+              f"{r['pipeline_run_cpu_ms']:>7.2f} {r['ratio']['pipeline_run_cpu_ms']:>6} "
               f"{r['planning_ms']:>11.2f} {r['ratio']['planning_ms']:>6} "
               f"{r['full_scan_ownership_ms']:>22.2f}")
     print(f"\n{'backend':<10} {'command (new process, default options)':<40} {'year s':>7} "
-          f"{'lines':>6} {'empty s':>8}")
+          f"{'cpu s':>6} {'lines':>6} {'empty s':>8} {'cpu s':>6}")
     for r in rows:
         if r["ledger"] != "year":
             continue
         peer = next(b for b in rows if b["backend"] == r["backend"] and b["ledger"] == "empty")
         for name, c in r["commands_s"].items():
-            print(f"{r['backend']:<10} {name:<40} {c['s']:>7.3f} {c['output_lines']:>6} "
-                  f"{peer['commands_s'][name]['s']:>8.3f}")
+            e = peer["commands_s"][name]
+            print(f"{r['backend']:<10} {name:<40} {c['s']:>7.3f} {c['cpu_s']:>6.3f} "
+                  f"{c['output_lines']:>6} {e['s']:>8.3f} {e['cpu_s']:>6.3f}")
     return rows
 
 
@@ -498,10 +518,15 @@ def main(argv: list[str] | None = None) -> int:
                   "note": "a year of hourly runs of 10 modules seeded (failed attempts, 12 "
                           "rollbacks of a day, a taken-over target); pipeline_run_ms: "
                           "run_pipeline with empty windows (no Spark), ratio = year / empty; "
+                          "pipeline_run_cpu_ms: this process's CPU time of it (the client's "
+                          "share on PostgreSQL); "
                           "full_scan_ownership_ms: the ownership check as it was before "
                           "schema 5 (every committed run's config parsed); commands_s: each "
                           "read-only command in a new process, default options, median (on "
-                          "the empty store: after its measured runs)"}}
+                          "the empty store: after its measured runs): s wall, cpu_s the "
+                          "process's user + system time; the two stores' pipeline runs take "
+                          "turns in alternating order; PostgreSQL stores VACUUM ANALYZEd after "
+                          "the seed"}}
     for key, value in old.items():  # earlier comparisons (before_schema_3, ...) stay
         if key.startswith("before_") and key not in result:
             result[key] = value

@@ -210,6 +210,31 @@ def test_report_shows_duration_and_files_read_and_json_config_is_an_object(sqlit
     assert "1.5" in res.stdout
 
 
+def test_python_m_runs_the_cli_by_its_old_and_new_module_paths():
+    for module in ("sparkmark.cli", "sparkmark.ops.cli"):
+        res = subprocess.run([sys.executable, "-m", module, "--version"], capture_output=True,
+                             text=True, timeout=120)
+        assert res.returncode == 0 and res.stdout.startswith("sparkmark "), (module, res.stderr)
+
+
+def test_read_only_commands_start_no_spark(sqlite_url, clock, tmp_path):
+    """report, bookmark get/history and files need only the store: no pyspark, py4j, pandas
+    or pyarrow import (each costs start-up time on every command)."""
+    _runs(sqlite_url, clock)
+    probe = ("import atexit, sys\n"
+             "atexit.register(lambda: print('HEAVY', sorted({m.split('.')[0] for m in "
+             "sys.modules} & {'pyspark', 'py4j', 'pandas', 'pyarrow'}), file=sys.stderr))\n"
+             "from sparkmark.ops.cli import main\nmain()\n")
+    for args in (["report"], ["report", "--format", "json"],
+                 ["report", "--format", "html", "--output", str(tmp_path / "r.html")],
+                 ["bookmark", "get", "orders"], ["bookmark", "history", "orders"],
+                 ["files", "orders"]):
+        res = subprocess.run([sys.executable, "-c", probe, "--state", sqlite_url, *args],
+                             capture_output=True, text=True, timeout=120)
+        assert res.returncode == 0, (args, res.stderr)
+        assert "HEAVY []" in res.stderr, (args, res.stderr[-500:])
+
+
 def test_report_table_is_bounded_by_default_and_says_what_it_left_out(sqlite_url, clock):
     from sparkmark.state import open_store
     from sparkmark.state.ledger import REPORT_LIMITS

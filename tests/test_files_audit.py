@@ -103,10 +103,14 @@ def test_which_run_read_which_file_from_python_the_cli_and_spark(audit_path, spa
     code, text = cli(sqlite_url, "--run-id", r2, "--limit", "5")
     assert code == 0 and "c.json" in text and "a.json" not in text, text
     code, text = cli(sqlite_url, "--limit", "1")
-    assert code == 0 and "(2 more;" in text, text
+    assert code == 0 and "(2 more;" in text and "--all" in text, text
+    code, text = cli(sqlite_url, "--all")  # every row, nothing said left out
+    assert code == 0 and all(n in text for n in ("a.json", "b.json", "c.json")), text
+    assert "more;" not in text, text
     # bad input: one clear message each, exit 2
     for args, needle in ((["--format", "xml"], "unknown --format 'xml'"),
-                         (["--limit", "0"], "limit=0 must be a positive number")):
+                         (["--limit", "0"], "limit=0 must be a positive number"),
+                         (["--limit", "1", "--all"], "give --limit N or --all, not both")):
         code, text = cli(sqlite_url, *args)
         assert code != 0 and needle in text, (args, text)
     res = CliRunner().invoke(app, ["--state", sqlite_url, "files", "nosuch"])

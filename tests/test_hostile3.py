@@ -280,14 +280,14 @@ def cli(*args: str, env: dict | None = None):
 
 def test_cli_prints_user_text_literally_never_as_markup(sqlite_url, clock):
     _store_with_a_run(sqlite_url, clock, job="orders", error="cannot read [/data/in/a.json] "
-                      "[bold]x[/bold] [/]")
-    for job in ("sales[eu]", "orders[/]", "[red]x"):
+                      "[bold]x[/bold] [/] :smile:")
+    for job in ("sales[eu]", "orders[/]", "[red]x", "eu:warning:x"):  # nor emoji codes
         res = cli("--state", sqlite_url, "bookmark", "get", job)
         assert res.returncode == 2, res.stderr
         assert f"no job named {job!r}" in res.stderr and "Traceback" not in res.stderr
     res = cli("--state", sqlite_url, "report")
     assert res.returncode == 0, res.stderr
-    assert "[/data/in/a.json] [bold]x[/bold] [/]" in res.stdout
+    assert "[/data/in/a.json] [bold]x[/bold] [/] :smile:" in res.stdout
     res = cli("--state", sqlite_url, "bookmark", "reset", "a[/]b")
     assert res.returncode == 2 and "'a[/]b'" in res.stderr and "Traceback" not in res.stderr
 

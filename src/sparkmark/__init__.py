@@ -92,6 +92,16 @@ class _MovedModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def exec_module(self, module: ModuleType) -> None:
         """The module ran when it was imported under its own name."""
 
+    def get_code(self, fullname: str) -> Any:
+        """The code of the module an old path names, for ``python -m sparkmark.cli`` (runpy
+        runs it as ``__main__``, as ``python -m sparkmark.ops.cli`` does)."""
+        import importlib.util  # here: the command line's start-up does not need it
+        spec = importlib.util.find_spec("sparkmark." + MOVED[fullname.partition(".")[2]])
+        loader = spec.loader if spec is not None else None
+        if spec is None or loader is None or not hasattr(loader, "get_code"):
+            return None
+        return loader.get_code(spec.name)
+
 
 if not any(isinstance(f, _MovedModules) for f in sys.meta_path):
     sys.meta_path.insert(0, _MovedModules())

@@ -63,6 +63,24 @@ def history_limit(fmt: str, limit: int | None = None, every: bool = False) -> in
     return None if every else limit if limit is not None else HISTORY_LIMITS.get(fmt)
 
 
+#: the newest reads ``sparkmark files`` shows when given neither ``--limit`` nor ``--all``, per
+#: output (JSON and CSV: every row)
+FILES_LIMITS = {"table": 100}
+
+
+def files_limit(fmt: str, limit: int | None = None, every: bool = False) -> int | None:
+    """How many of the newest reads ``sparkmark files --format fmt`` shows: ``limit`` when
+    given, all with ``every`` (``--all``), else :data:`FILES_LIMITS`.
+
+    >>> files_limit("table"), files_limit("csv"), files_limit("table", every=True)
+    (100, None, None)
+    """
+    from sparkmark.core.errors import ConfigError
+    if every and limit is not None:
+        raise ConfigError("give --limit N or --all, not both")
+    return None if every else limit if limit is not None else FILES_LIMITS.get(fmt)
+
+
 class Bookmarks:
     """Bookmark administration: the Python side of ``sparkmark bookmark ...``.
 

@@ -26,12 +26,13 @@ bookmark_app = typer.Typer(help="Inspect, reset or rewind a job's bookmark.",
                            no_args_is_help=True)
 app.add_typer(bookmark_app, name="bookmark")
 
-# Piped output (no terminal) gets a wide page instead of rich's 80 columns.  Markup is off:
-# job names, paths and error texts are user text, printed literally ("sales[eu]", "[/]");
-# styles come from Text objects only.
-out = Console(highlight=False, soft_wrap=True, markup=False,
+# Piped output (no terminal) gets a wide page instead of rich's 80 columns.  Markup and emoji
+# codes are off: job names, paths and error texts are user text, printed literally
+# ("sales[eu]", "[/]", "eu:warning:x"); styles come from Text objects only.  (Emoji
+# replacement was also a tenth of rendering report's table.)
+out = Console(highlight=False, soft_wrap=True, markup=False, emoji=False,
               width=None if sys.stdout.isatty() else int(os.environ.get("COLUMNS", "240")))
-err = Console(stderr=True, highlight=False, soft_wrap=True, markup=False)
+err = Console(stderr=True, highlight=False, soft_wrap=True, markup=False, emoji=False)
 
 
 def _error_line(text: str) -> Text:
@@ -378,14 +379,17 @@ def files(job: str = typer.Argument(..., help="Job name"),
           limit: Optional[int] = typer.Option(
               None, "--limit", help="At most N rows (default: 100 for the table, all for "
                                     "json and csv)"),
+          every: bool = typer.Option(False, "--all", help="Every row (no --limit)"),
           format: str = typer.Option("table", "--format", "-f", help="table, json or csv")
           ) -> None:
-    """The per-file audit: which run read which file, newest reads first."""
+    """The per-file audit: which run read which file, newest reads first.
+
+    The table shows the newest 100 reads (--limit N, --all for every one)."""
     def body() -> None:
-        from sparkmark.ops.bookmarks import FILE_COLUMNS
+        from sparkmark.ops.bookmarks import FILE_COLUMNS, files_limit
         from sparkmark.core.clock import format_ts
         _check_format(format, ("table", "json", "csv"))
-        shown = limit if limit is not None else (100 if format == "table" else None)
+        shown = files_limit(format, limit, every)
         rows, total = _bookmarks(create=False).files_page(job, ctx=ctx, run_id=run_id,
                                                           path=path, limit=shown)
         for r in rows:  # times as ISO text (UTC) for people and files
@@ -412,7 +416,8 @@ def files(job: str = typer.Argument(..., help="Job name"),
             out.print("(no files recorded for this job and filter; the audit keeps "
                       "files_retention_days, default 30)")
         elif total > len(rows):
-            out.print(f"({total - len(rows)} more; narrow with --path/--run-id, or --limit N)")
+            out.print(f"({total - len(rows)} more; narrow with --path/--run-id, or --limit N, "
+                      "--all for every row)")
     _guard(body)
 
 
