@@ -255,57 +255,81 @@ def _read_json_known(spark: "SparkSession", files: Sequence[FileEntry], listing:
     keys = (f"map_keys({as_map})" if any(k.lower() in _SYNTAX_OPTIONS for k in parser)
             else "json_object_keys(value)")
     exact = ", ".join(_sql_str(n) for n in [f.name for f in body] + list(parts.values()))
-    lows = ", ".join(_sql_str(n) for n in {f.name.lower() for f in known.fields} | set(parts))
+    lows = ", ".join(_sql_str(n) for n in sorted({f.name.lower() for f in known.fields} | set(parts)))
     # (each once: a key a line holds twice would be two entries of one _rescued_data key)
     unknown = f"array_distinct(filter({keys}, k -> NOT (k IN ({exact}))))" if exact else \
         f"array_distinct({keys})"
     # a line of blanks is no row (as Spark's JSON reader skips it); one that is not an object
     # (an array, a number) is a malformed row, its line rescued.  (Filtered before the parse:
     # a filter on the parsed struct would be pushed below it and parse each line twice.)
-    df = text.where("value RLIKE '[^ \\t\\r\\n]'").selectExpr(
-        *[_sql_name(c) for c in parts.values()], "value",
-        f"from_json(value, {_sql_str(struct)}, {opts}) AS _sm_p", f"{unknown} AS _sm_unknown")
-    drift = "coalesce(size(_sm_unknown) > 0, false)"
-    raw = f"CASE WHEN _sm_p IS NULL THEN value ELSE _sm_p.{_sql_name(CORRUPT)} END"
-    variants = [f"CASE WHEN _sm_d AND _sm_p.{_sql_name(f.name)} IS NULL THEN try_element_at("
-                f"filter(_sm_unknown, k -> lower(k) = {_sql_str(f.name.lower())}), 1) END AS "
-                f"{_sql_name('_sm_v_' + str(i))}" for i, f in enumerate(body)]
-    df = df.selectExpr("*", f"{drift} AS _sm_d", f"{raw} AS {_sql_name(CORRUPT)}").selectExpr(
-        "*", f"CASE WHEN _sm_d OR {_sql_name(CORRUPT)} IS NOT NULL THEN {as_map} END AS _sm_m",
-        *variants)
-    bad: dict[str, tuple[str, str]] = {}
-    cols = []
-    for i, f in enumerate(body):
-        name, v = _sql_name(f.name), _sql_name(f"_sm_v_{i}")
-        fill_text = f"_sm_m[{v}]"
-        fill = _from_text(fill_text, f.dataType, opts)
-        cols.append(f"CAST(coalesce(_sm_p.{name}, {fill}) AS {_sql_type(f.dataType)}) AS {name}")
-        value = (f"coalesce(CASE WHEN {_sql_name(CORRUPT)} IS NOT NULL AND _sm_p.{name} IS NULL "
-                 f"THEN _sm_m[{_sql_str(f.name)}] END, CASE WHEN {fill} IS NULL THEN "
-                 f"{fill_text} END)")
-        bad[f.name] = (f"({value} IS NOT NULL)", value)
+    # Each derived value is one column of a stage, named by the stages after it instead of
+    # repeated in their text: Spark analyses, optimises and plans this projection on every run,
+    # at a cost that grows with its text (with each value that did not fit written out where
+    # it is used, that cost was most of a steady run's).
+    corrupt, pn = _sql_name(CORRUPT), [_sql_name(c) for c in parts.values()]
+    stages: list[list[str]] = [
+        [*pn, "value", f"from_json(value, {_sql_str(struct)}, {opts}) AS _sm_p",
+         f"{unknown} AS _sm_unknown"],
+        [*pn, "value", "_sm_p", "_sm_unknown",
+         "coalesce(size(_sm_unknown) > 0, false) AS _sm_d",
+         f"CASE WHEN _sm_p IS NULL THEN value ELSE _sm_p.{corrupt} END AS {corrupt}"]]
+    # _sm_v<i>: the key spelt in another case that fills known column i (when the exact key
+    # gave no value); _sm_m: the line as a map, only where a key is not known or the line is
+    # corrupt
+    stages.append([*pn, "_sm_p", "_sm_unknown", "_sm_d", corrupt,
+                   f"CASE WHEN _sm_d OR {corrupt} IS NOT NULL THEN {as_map} END AS _sm_m",
+                   *[f"CASE WHEN _sm_d AND _sm_p.{_sql_name(f.name)} IS NULL THEN "
+                     f"try_element_at(filter(_sm_unknown, k -> lower(k) = "
+                     f"{_sql_str(f.name.lower())}), 1) END AS _sm_v{i}"
+                     for i, f in enumerate(body)]])
+    vs = [f"_sm_v{i}" for i in range(len(body))]
+    # _sm_f<i>: that key's value converted to the column's type (null when it does not fit)
+    stages.append([*pn, "_sm_p", "_sm_unknown", "_sm_d", corrupt, "_sm_m", *vs,
+                   *[f"{_from_text(f'_sm_m[_sm_v{i}]', f.dataType, opts)} AS _sm_f{i}"
+                     for i, f in enumerate(body)]])
     known_types = {f.name.lower(): (f.name, f.dataType) for f in known.fields}
-    extra_parts = []
+    cols, extras = [], []
+    for i, f in enumerate(body):
+        cols.append(f"CAST(coalesce(_sm_p.{_sql_name(f.name)}, _sm_f{i}) AS "
+                    f"{_sql_type(f.dataType)}) AS {_sql_name(f.name)}")
     for low, c in parts.items():
         if low in known_types:
             n, t = known_types[low]
             cols.append(f"CAST({_sql_name(c)} AS {_sql_type(t)}) AS {_sql_name(n)}")
         else:  # a partition column the known schema does not have: rescued, as a new column
-            extra_parts.append(f"CASE WHEN {_sql_name(c)} IS NOT NULL THEN "
-                               f"{_pair(c, f'CAST({_sql_name(c)} AS STRING)')} END")
-    consumed = "array(" + ", ".join(f"_sm_v_{i}" for i in range(len(body))) + ")" \
-        if body else "CAST(array() AS array<string>)"
+            extras.append(c)
+    # _sm_b<i>: column i's value that did not fit (the raw text), null if it fitted: the exact
+    # key's in a row Spark could not convert whole, else the other-case key's that did not
+    # convert
+    checks = [f"coalesce(CASE WHEN {corrupt} IS NOT NULL AND _sm_p.{_sql_name(f.name)} IS NULL "
+              f"THEN _sm_m[{_sql_str(f.name)}] END, CASE WHEN _sm_f{i} IS NULL THEN "
+              f"_sm_m[_sm_v{i}] END) AS _sm_b{i}" for i, f in enumerate(body)]
+    consumed = f"array({', '.join(vs)})" if body else "CAST(array() AS array<string>)"
     more = (f"CASE WHEN _sm_d THEN transform(filter(_sm_unknown, k -> _sm_m[k] IS NOT NULL AND "
             f"NOT coalesce(array_contains({consumed}, k), false)), k -> "
-            f"named_struct('k', k, 'v', _sm_m[k])) END")
+            f"named_struct('k', k, 'v', _sm_m[k])) END AS _sm_more")
     new = (f"CASE WHEN _sm_d THEN filter(_sm_unknown, k -> NOT (lower(k) IN ({lows}))) END "
            "AS _sm_new")
-    kept = _kept_sql(bad, _sql_name(CORRUPT), extra_parts)
-    kept = f"concat({kept}, coalesce({more}, CAST(array() AS array<struct<k:string,v:string>>)))"
-    df = df.selectExpr(*cols, _sql_name(CORRUPT), f"{kept} AS _sm_kept", new, _bad_names(bad))
     names = [_sql_name(f.name) for f in known.fields]
-    return df.selectExpr(*names, _sql_name(CORRUPT), _rescued_sql("_sm_kept"), "_sm_new",
-                         "_sm_bad")
+    stages.append([*cols, *[_sql_name(c) for c in extras], corrupt, *checks, more, new])
+    bad = {f.name: (f"(_sm_b{i} IS NOT NULL)", f"_sm_b{i}") for i, f in enumerate(body)}
+    extra_parts = [f"CASE WHEN {_sql_name(c)} IS NOT NULL THEN "
+                   f"{_pair(c, f'CAST({_sql_name(c)} AS STRING)')} END" for c in extras]
+    kept = (f"concat({_kept_sql(bad, corrupt, extra_parts)}, coalesce(_sm_more, "
+            "CAST(array() AS array<struct<k:string,v:string>>)))")
+    stages.append([*names, corrupt, f"{kept} AS _sm_kept", "_sm_new", _bad_names(bad)])
+    stages.append([*names, corrupt, _rescued_sql("_sm_kept"), "_sm_new", "_sm_bad"])
+    return _chain(text, "value RLIKE '[^ \\t\\r\\n]'", stages)
+
+
+def _chain(df: "DataFrame", where: str, stages: Sequence[Sequence[str]]) -> "DataFrame":
+    """``df`` filtered by ``where``, then each stage's projection over the one before.  (One
+    call per stage: Spark analyses each over its analysed child.  As one SQL query of nested
+    selects it took longer: the analyser resolves one level per pass over the whole plan.)"""
+    df = df.where(where)
+    for stage in stages:
+        df = df.selectExpr(*stage)
+    return df
 
 
 def _bad_names(bad: dict[str, tuple[str, str]]) -> str:
@@ -412,9 +436,13 @@ def _read_group(spark: "SparkSession", fmt: str, group: Sequence[FileEntry], lis
         df = load(spark, fmt, group, listing, opts, schema)
     have = {c.lower(): c for c in df.columns}
     raw = _sql_name(CORRUPT)
+    # the raw record parsed again (``_sm_r``: once per row, only for a row Spark could not
+    # convert whole), each value taken from it by name
     if fmt == "json":
+        reparse = f"from_json({raw}, 'map<string,string>')"
+
         def raw_value(name: str) -> str:
-            return f"from_json({raw}, 'map<string,string>')[{_sql_str(name)}]"
+            return f"_sm_r[{_sql_str(name)}]"
     else:
         names = [n for n, _ in read_cols if n.lower() not in
                  {c.lower() for c in _partition_names(listing, group, seen, fmt)}]
@@ -424,12 +452,15 @@ def _read_group(spark: "SparkSession", fmt: str, group: Sequence[FileEntry], lis
         args = _sql_str(", ".join(f"{_sql_name(n)} STRING" for n in names))
         if csv_opts:  # no empty map(): that is a map<void,void>, which from_csv refuses
             args += f", map({', '.join(csv_opts)})"
+        reparse = f"from_csv({raw}, {args})" if names else "CAST(NULL AS struct<x:string>)"
 
         def raw_value(name: str) -> str:
-            return (f"from_csv({raw}, {args}).{_sql_name(name)}" if name in names
-                    else "CAST(NULL AS STRING)")
+            return f"_sm_r.{_sql_name(name)}" if name in names else "CAST(NULL AS STRING)"
     null_value = _sql_str(str(permissive.get("nullValue", "")))
-    bad: dict[str, tuple[str, str]] = {}
+    # each value that did not fit is one column (``_sm_b<i>``), named by the expressions that
+    # use it (the entry, the names, the count) instead of repeated in their text: Spark
+    # analyses and optimises every run's projection, at a cost that grows with its text
+    checks: list[tuple[str, str]] = []
     for low, name in typed.items():
         if low not in have:
             continue
@@ -437,16 +468,22 @@ def _read_group(spark: "SparkSession", fmt: str, group: Sequence[FileEntry], lis
         cond = f"{raw} IS NOT NULL AND {_sql_name(have[low])} IS NULL AND {value} IS NOT NULL"
         if fmt == "csv":
             cond += f" AND {value} != {null_value}"
-        bad[name] = (f"({cond})", value)
-    more = [f"CASE WHEN {_sql_name(have[low])} IS NOT NULL THEN "
-            f"{_pair(name, f'CAST({_sql_name(have[low])} AS STRING)')} END"
-            for low, name in extra.items() if low in have]
+        checks.append((name, f"CASE WHEN {cond} THEN {value} END"))
+    extras = [(name, f"CAST({_sql_name(have[low])} AS STRING)") for low, name in extra.items()
+              if low in have]
     cols = [f"CAST({_sql_name(have[n.lower()])} AS {_sql_type(types[n.lower()])}) AS "
             f"{_sql_name(n)}" if n.lower() in have else
             f"CAST(NULL AS {_sql_type(types[n.lower()])}) AS {_sql_name(n)}"
             for n, _ in plan.columns]
-    return df.selectExpr(*cols, raw, f"{_kept_sql(bad, raw, more)} AS _sm_kept",
-                         _bad_names(bad)).selectExpr(
+    if checks:
+        df = df.selectExpr("*", f"{reparse} AS _sm_r")
+    df = df.selectExpr(*cols, raw, *[f"{v} AS _sm_b{i}" for i, (_, v) in enumerate(checks)],
+                       *[f"{v} AS _sm_x{i}" for i, (_, v) in enumerate(extras)])
+    bad = {name: (f"(_sm_b{i} IS NOT NULL)", f"_sm_b{i}") for i, (name, _) in enumerate(checks)}
+    more = [f"CASE WHEN _sm_x{i} IS NOT NULL THEN {_pair(name, f'_sm_x{i}')} END"
+            for i, (name, _) in enumerate(extras)]
+    return df.selectExpr(*[_sql_name(n) for n, _ in plan.columns], raw,
+                         f"{_kept_sql(bad, raw, more)} AS _sm_kept", _bad_names(bad)).selectExpr(
         *[_sql_name(n) for n, _ in plan.columns], raw, _rescued_sql("_sm_kept"),
         "CAST(NULL AS array<string>) AS _sm_new", "_sm_bad")
 
