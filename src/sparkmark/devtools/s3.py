@@ -332,7 +332,10 @@ class SeaweedFS(S3Server):
             return self
         args = [weed_binary(), "mini", f"-dir={self.data_dir}", f"-ip={LOOPBACK}",
                 f"-ip.bind={LOOPBACK}", "-admin.ui=false", "-webdav=false",
-                "-master.volumeSizeLimitMB=64", "-master.telemetry=false"]
+                "-master.volumeSizeLimitMB=64", "-master.telemetry=false",
+                # no Lance or Iceberg catalog: their default ports (9101, 8181) are the same
+                # for every server on the machine
+                "-s3.port.lance=0"]
         args += [f"-{k}={v}" for k, v in self.ports.items()]
         env = {**os.environ, "AWS_ACCESS_KEY_ID": self.access_key,
                "AWS_SECRET_ACCESS_KEY": self.secret_key}
@@ -348,9 +351,10 @@ class SeaweedFS(S3Server):
             if self._writable():
                 return self
             if time.monotonic() > deadline:
+                tail = self.log_tail()  # before the shutdown's own lines
                 self.stop_server()
                 raise TimeoutError(f"SeaweedFS did not take writes in {timeout:.0f}s; the end "
-                                   f"of {self.data_dir}/weed.log:\n{self.log_tail()}")
+                                   f"of {self.data_dir}/weed.log:\n{tail}")
             time.sleep(0.2)
 
     def _writable(self) -> bool:
@@ -375,7 +379,10 @@ class SeaweedFS(S3Server):
                 text = f.read().decode("utf-8", "replace")
         except OSError as e:
             return f"(no log: {e})"
-        return "\n".join(text.splitlines()[-lines:])
+        # the admin plugin worker's reconnection notes would fill the excerpt
+        said = [ln for ln in text.splitlines() if "Reconnection attempt" not in ln
+                and "stream ended" not in ln and "heartbeat" not in ln]
+        return "\n".join(said[-lines:])
 
     def stop_server(self) -> None:
         """Stop the server process (its data stays for :meth:`start`)."""
@@ -402,8 +409,7 @@ class SeaweedFS(S3Server):
 
 
 _WEED_PORTS = ("master.port", "master.port.grpc", "volume.port", "volume.port.grpc",
-               "filer.port", "filer.port.grpc", "s3.port.grpc", "s3.port.iceberg",
-               "admin.port", "admin.port.grpc")
+               "filer.port", "filer.port.grpc", "s3.port.grpc", "admin.port", "admin.port.grpc")
 
 
 def start_seaweedfs(data_dir: str | None = None, *, access_key: str = "sparkmark",
@@ -418,13 +424,16 @@ def start_seaweedfs(data_dir: str | None = None, *, access_key: str = "sparkmark
         ports = {k: free_port() for k in _WEED_PORTS}
         s3_port = free_port()
         ports["s3.port"] = s3_port
-        server = SeaweedFS("seaweedfs", s3_port, access_key, secret_key, data_dir=d,
+        ports["s3.port.iceberg"] = 0
+        where = d if attempt == 0 else os.path.join(d, f"attempt-{attempt}")
+        os.makedirs(where, exist_ok=True)
+        server = SeaweedFS("seaweedfs", s3_port, access_key, secret_key, data_dir=where,
                            ports=ports)
         atexit.register(server.stop_server)
         try:
             return server.start()
-        except RuntimeError:  # it exited: one of its eleven ports was taken meanwhile
-            if attempt == 2:
+        except (RuntimeError, TimeoutError):  # it exited (one of its ports was taken
+            if attempt == 2:                   # meanwhile) or never took a write: new ports
                 raise
     raise AssertionError("unreachable")
 
