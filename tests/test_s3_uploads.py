@@ -74,7 +74,7 @@ def test_exactly_once_over_runs_without_a_copy(spark, s3, s3_server, sqlite_url,
         add_batch(s3, k)
         run_job(spark, sqlite_url, now_clock, s3)
     assert target_ids(spark, s3) == [1, 2, 11, 12, 21, 22]
-    assert not [k for k in s3.keys("out/") if "__magic" in k], s3.keys("out/")
+    assert not [k for k in s3.keys("out/") if "/__magic" in k], s3.keys("out/")
     assert uploads(s3) == []
     # the publish made no copy: no CopyObject / UploadPartCopy request reached the server
     assert s3_server.copies[copies:] == []
@@ -111,7 +111,7 @@ def test_a_failed_run_leaves_no_upload_and_nothing_visible(spark, s3, sqlite_url
     job.write(df, s3.url("out"), transformation_ctx="sink", options=UPLOADS)
     job.fail("interrupted on purpose")
     assert uploads(s3) == []
-    assert not [k for k in s3.keys("out/") if "__magic" in k]
+    assert not [k for k in s3.keys("out/") if "/__magic" in k]
     assert target_ids(spark, s3) == [1, 2]
     run_job(spark, sqlite_url, now_clock, s3)
     assert target_ids(spark, s3) == [1, 2, 11, 12]
@@ -130,7 +130,7 @@ def test_a_run_that_died_before_its_commit_is_discarded_by_the_next(spark, s3, s
     run_job(spark, sqlite_url, now_clock, s3)
     assert target_ids(spark, s3) == [1, 2]
     assert uploads(s3) == []
-    assert not [k for k in s3.keys("out/") if "__magic" in k]
+    assert not [k for k in s3.keys("out/") if "/__magic" in k]
 
 
 @pytest.mark.parametrize("where", ["between completions", "before the cleanup"])
@@ -173,7 +173,7 @@ def test_a_failure_in_the_publish_window_is_rolled_forward(spark, s3, sqlite_url
     run_job(spark, sqlite_url, now_clock, s3)
     assert target_ids(spark, s3) == [1, 2, 11, 12, 21, 22]
     assert uploads(s3) == []
-    assert not [k for k in s3.keys("out/") if "__magic" in k]
+    assert not [k for k in s3.keys("out/") if "/__magic" in k]
 
 
 def test_reset_remove_output_removes_a_no_copy_run(spark, s3, sqlite_url, now_clock):
@@ -217,3 +217,4 @@ def test_magic_paths_turned_off_is_one_config_error(spark, s3, sqlite_url, now_c
         job.fail("done")
     finally:
         conf.unset(key)
+

@@ -83,7 +83,7 @@ def write_files(run: RunContext, df: "DataFrame", target: str, *, format: str = 
         raise SinkError(f"{e}{_input_hint(run, df)}") from None
     published_prefix(run_id)  # a real run id: it becomes part of paths
     if publish == "uploads":  # S3A magic paths: pending uploads to the final names
-        staging = upload_staging(root.toString(), run_id, output_index)
+        staging = upload_staging(run.spark, root.toString(), run_id, output_index)
         dest, extra = f"{staging}/__base", writer_options()
     else:
         staging = f"{root.toString().rstrip('/')}/{STAGING_DIR}/{run_id}/{output_index}"
@@ -104,7 +104,10 @@ def write_files(run: RunContext, df: "DataFrame", target: str, *, format: str = 
                         "(permission denied?); check that the directory is writable")
 
     def action(d: "DataFrame") -> None:
-        w = d.write.format(fmt).mode("overwrite").options(**options, **extra)
+        # uploads: append (a fresh folder), never an overwrite that Spark may make dynamic
+        # (its .spark-staging-* folder would become part of the objects' final names)
+        w = d.write.format(fmt).mode("append" if extra else "overwrite") \
+            .options(**options, **extra)
         if parts:
             w = w.partitionBy(*parts)
         w.save(dest)

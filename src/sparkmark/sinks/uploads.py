@@ -44,6 +44,8 @@ COMMITTER_JAR = Path(__file__).resolve().parent.parent / "engine" / "java" / \
     "sparkmark-committer.jar"
 #: the folder below the target where S3A's magic paths live (a ``_`` path: readers skip it)
 MAGIC_DIR = "__magic"
+#: the magic element of Hadoop 3.4 and later (one per job: ``__magic_job-<run>``)
+MAGIC_JOB_PREFIX = "__magic_job-"
 PENDING_SUFFIX = ".pending"
 _SPARK_JOB = re.compile(
     r"-([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})(?=[.-])")
@@ -79,8 +81,16 @@ def writer_options() -> dict[str, str]:
             "spark.sql.parquet.output.committer.class": COMMITTER_CLASS}
 
 
-def upload_staging(root: str, run_id: str, index: int) -> str:
-    """The run's magic folder for its ``index``-th output (Spark writes to ``.../__base``)."""
+def upload_staging(spark: "SparkSession", root: str, run_id: str, index: int) -> str:
+    """The run's magic folder for its ``index``-th output (Spark writes to ``.../__base``):
+    ``<root>/__magic_job-<run>/<n>`` where S3A knows that element (Hadoop 3.4 and later),
+    ``<root>/__magic/<run>/<n>`` where it knows ``__magic`` only (Hadoop 3.3)."""
+    from sparkmark.engine.jvm import java_class
+    newer = f"{root.rstrip('/')}/{MAGIC_JOB_PREFIX}{run_id}/{index}"
+    paths = java_class(spark, "org.apache.hadoop.fs.s3a.commit.MagicCommitPaths")
+    probe = java_class(spark, "org.apache.hadoop.fs.Path")(f"{newer}/__base/probe")
+    if paths.isMagicPath(paths.splitPathToElements(probe)):
+        return newer
     return f"{root.rstrip('/')}/{MAGIC_DIR}/{run_id}/{index}"
 
 
@@ -227,12 +237,13 @@ def _abort_job_uploads(ops: _Ops, target: str, jobs: list[str]) -> None:
 
 
 def _remove_staging(fs: "HadoopFS", out: "FileOutput") -> None:
-    """Delete the run's magic folder, then the ``__magic`` root when nothing else is in it."""
+    """Delete the run's magic folder, then the ``__magic`` root (Hadoop 3.3) when nothing else
+    is in it."""
     run_dir = fs.path(out.staging).getParent()
     fs.delete(run_dir)
-    root = fs.path(f"{out.target.rstrip('/')}/{MAGIC_DIR}")
+    root = run_dir.getParent()
     try:
-        if fs.exists(root) and not fs.children(root):
+        if str(root.getName()) == MAGIC_DIR and fs.exists(root) and not fs.children(root):
             fs.delete(root)
     except Exception:  # noqa: BLE001, S110 - a concurrent writer may have just made a run dir
         pass
@@ -298,7 +309,7 @@ def remove_uploaded(spark: "SparkSession", run_id: str, out: "FileOutput",
     fs = _hadoop_fs(spark, out.target)
     removed = []
     for f in fs.files(fs.root):
-        if f"/{MAGIC_DIR}/" in f:
+        if f"/{MAGIC_DIR}/" in f or f"/{MAGIC_JOB_PREFIX}" in f:
             continue
         name = f.rsplit("/", 1)[-1]
         if any(f"-{j}" in name for j in jobs):
