@@ -276,7 +276,7 @@ def _object_size(copy_source: str) -> int:
         from moto.s3.models import s3_backends
         bucket, _, key = unquote(copy_source.split("?", 1)[0]).lstrip("/").partition("/")
         obj = s3_backends[DEFAULT_ACCOUNT_ID]["global"].get_object(bucket, key)
-        return int(obj.size) if obj is not None else -1  # type: ignore[union-attr]
+        return int(obj.size) if obj is not None else -1
     except Exception:  # noqa: BLE001 - a count, not a check
         return -1
 
