@@ -218,3 +218,32 @@ def test_magic_paths_turned_off_is_one_config_error(spark, s3, sqlite_url, now_c
     finally:
         conf.unset(key)
 
+
+
+def test_on_seaweedfs_exactly_once_and_no_upload_left(classic_spark, s3_server,
+                                                      tmp_path_factory, sqlite_url, now_clock):
+    """The same protocol on SeaweedFS (a real server process with its data on disk): a run
+    that fails leaves no upload, committed runs land once, nothing pending at the end."""
+    from sparkmark.devtools.s3 import Bucket, start_seaweedfs
+    server = start_seaweedfs(str(tmp_path_factory.mktemp("weed-up")))
+    try:
+        s3 = Bucket(server, "wup")
+        conf = classic_spark.sparkContext._jsc.hadoopConfiguration()
+        for k, v in server.hadoop_conf("wup").items():
+            conf.set(k, v)
+        add_batch(s3, 0)
+        run_job(classic_spark, sqlite_url, now_clock, s3)
+        add_batch(s3, 1)
+        job = start(classic_spark, sqlite_url, now_clock)
+        df = job.read.files(s3.url("in"), format="json", transformation_ctx="src")
+        job.write(df, s3.url("out"), transformation_ctx="sink", options=UPLOADS)
+        assert uploads(s3)  # pending on the server...
+        assert target_ids(classic_spark, s3) == [1, 2]  # ...not visible
+        job.fail("interrupted on purpose")
+        assert uploads(s3) == []
+        run_job(classic_spark, sqlite_url, now_clock, s3)
+        assert target_ids(classic_spark, s3) == [1, 2, 11, 12]
+        assert uploads(s3) == []
+        assert not [k for k in s3.keys("out/") if "/__magic" in k]
+    finally:
+        server.stop()
