@@ -23,6 +23,7 @@ from sparkmark.engine.jvm import storage_error_text
 from sparkmark.core.run import FileOutput, RunContext
 from sparkmark.planning.schema_drift import name_paths, skip_hint
 from sparkmark.core.secrets import mask_url
+from sparkmark.sinks.target_fs import target_fs
 from sparkmark.sinks.stamping import STAGING_DIR, count_while, published_prefix, stamp
 from sparkmark.sinks.uploads import (after_write, check_uploads, discard_uploads,
                                      publish_mode, publish_uploads, remove_uploaded,
@@ -189,21 +190,6 @@ def _without_nulls(t: Any) -> Any:
 
 
 # ---------------------------------------------------------------------- publish / discard / remove
-def _target_fs(spark: "SparkSession", target: str) -> "HadoopFS | ArrowFS":
-    """The file system of a recorded target, or one clear :class:`SinkError` (no connector on
-    the classpath, a missing bucket, refused keys, no endpoint)."""
-    try:
-        return file_system(spark, target)
-    except Exception as e:  # noqa: BLE001 - ClassNotFoundException for s3a and friends
-        text = storage_error_text(e, target)
-        if "ClassNotFound" in text or "No FileSystem for scheme" in text:
-            text += (" (this Spark session has no connector for the target's scheme: add its "
-                     "jars and settings, e.g. spark.jars and spark.hadoop.fs.s3a.* in "
-                     "spark-defaults.conf, as for the job itself)")
-        raise SinkError(f"cannot open target {mask_url(target)}: {text}; nothing was "
-                        "changed") from None
-
-
 @contextmanager
 def _storage_errors(doing: str, target: str, then: str) -> Iterator[None]:
     """py4j/Hadoop errors inside (an endpoint gone, a refusal) as one :class:`SinkError`:
@@ -239,7 +225,7 @@ def publish_files(spark: "SparkSession", run_id: str, out: FileOutput,
 def _publish_files(spark: "SparkSession", run_id: str, out: FileOutput,
                    settled: "Callable[[list[str]], set[str]] | None" = None) -> None:
     prefix = published_prefix(run_id)
-    fs = _target_fs(spark, out.target)
+    fs = target_fs(spark, out.target)
     staging = fs.qualify(out.staging)
     staging_str = staging.toString().rstrip("/")
     for f in fs.files(staging):
@@ -284,7 +270,7 @@ def discard_files(spark: "SparkSession", out: FileOutput) -> None:
 
 
 def _discard_files(spark: "SparkSession", out: FileOutput) -> None:
-    fs = _target_fs(spark, out.target)
+    fs = target_fs(spark, out.target)
     fs.delete(fs.path(out.staging))
     parent = fs.path(out.staging).getParent()
     if fs.exists(parent) and not fs.children(parent):
@@ -303,7 +289,7 @@ def remove_published_files(spark: "SparkSession", run_id: str, out: FileOutput,
                     "the reset runs, with a Spark session)"]
         return remove_uploaded(spark, run_id, out, dry_run=dry_run)
     prefix = published_prefix(run_id)
-    fs = _target_fs(spark, out.target)
+    fs = target_fs(spark, out.target)
     removed = []
     for f in target_files(fs):
         if f.rsplit("/", 1)[-1].startswith(prefix):

@@ -212,8 +212,8 @@ def _store_root(fs: "HadoopFS") -> str:
 
 def _hadoop_fs(spark: "SparkSession", target: str) -> "HadoopFS":
     from sparkmark.engine.fs import HadoopFS
-    from sparkmark.sinks.files import _target_fs
-    fs = _target_fs(spark, target)
+    from sparkmark.sinks.target_fs import target_fs
+    fs = target_fs(spark, target)
     if not isinstance(fs, HadoopFS):
         raise SinkError(f"the uploads of {target} need a classic Spark session (the driver's "
                         "JVM completes or aborts them); run the job, or `sparkmark` commands, "

@@ -45,7 +45,9 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 from sparkmark.core.errors import SourceError
 from sparkmark.engine.fs import file_system
 from sparkmark.planning.bands import FileEntry
-from sparkmark.planning.schema_drift import (CORRUPT, CORRUPT_KEY, FILE_KEY, RESCUED, DriftPlan,
+from sparkmark.sources.drift_sql import (bad_names, from_text, kept_sql, pair_sql, rescued_sql,
+                                        sql_name, sql_str, sql_type)
+from sparkmark.planning.schema_drift import (CORRUPT, RESCUED, DriftPlan,
                                             Field, choose_read, csv_header, merge_seen,
                                             name_paths, plan_drift, skip_hint)
 
@@ -248,14 +250,14 @@ def _read_json_known(spark: "SparkSession", files: Sequence[FileEntry], listing:
     parts = {c.lower(): c for c in text.columns[1:]}  # partition columns follow ``value``
     body = [f for f in known.fields if f.name.lower() not in parts]
     parser = {k: v for k, v in permissive.items() if k.lower() not in _TEXT_OPTIONS}
-    opts = "map(" + ", ".join(f"{_sql_str(k)}, {_sql_str(str(v))}" for k, v in parser.items()) + ")"
-    struct = "struct<" + ",".join([f"{_sql_name(f.name)}:{_sql_type(f.dataType)}"
-                                   for f in body] + [f"{_sql_name(CORRUPT)}:string"]) + ">"
+    opts = "map(" + ", ".join(f"{sql_str(k)}, {sql_str(str(v))}" for k, v in parser.items()) + ")"
+    struct = "struct<" + ",".join([f"{sql_name(f.name)}:{sql_type(f.dataType)}"
+                                   for f in body] + [f"{sql_name(CORRUPT)}:string"]) + ">"
     as_map = f"from_json(value, 'map<string,string>', {opts})"
     keys = (f"map_keys({as_map})" if any(k.lower() in _SYNTAX_OPTIONS for k in parser)
             else "json_object_keys(value)")
-    exact = ", ".join(_sql_str(n) for n in [f.name for f in body] + list(parts.values()))
-    lows = ", ".join(_sql_str(n) for n in sorted({f.name.lower() for f in known.fields} | set(parts)))
+    exact = ", ".join(sql_str(n) for n in [f.name for f in body] + list(parts.values()))
+    lows = ", ".join(sql_str(n) for n in sorted({f.name.lower() for f in known.fields} | set(parts)))
     # (each once: a key a line holds twice would be two entries of one _rescued_data key)
     unknown = f"array_distinct(filter({keys}, k -> NOT (k IN ({exact}))))" if exact else \
         f"array_distinct({keys})"
@@ -266,9 +268,9 @@ def _read_json_known(spark: "SparkSession", files: Sequence[FileEntry], listing:
     # repeated in their text: Spark analyses, optimises and plans this projection on every run,
     # at a cost that grows with its text (with each value that did not fit written out where
     # it is used, that cost was most of a steady run's).
-    corrupt, pn = _sql_name(CORRUPT), [_sql_name(c) for c in parts.values()]
+    corrupt, pn = sql_name(CORRUPT), [sql_name(c) for c in parts.values()]
     stages: list[list[str]] = [
-        [*pn, "value", f"from_json(value, {_sql_str(struct)}, {opts}) AS _sm_p",
+        [*pn, "value", f"from_json(value, {sql_str(struct)}, {opts}) AS _sm_p",
          f"{unknown} AS _sm_unknown"],
         [*pn, "value", "_sm_p", "_sm_unknown",
          "coalesce(size(_sm_unknown) > 0, false) AS _sm_d",
@@ -278,31 +280,31 @@ def _read_json_known(spark: "SparkSession", files: Sequence[FileEntry], listing:
     # corrupt
     stages.append([*pn, "_sm_p", "_sm_unknown", "_sm_d", corrupt,
                    f"CASE WHEN _sm_d OR {corrupt} IS NOT NULL THEN {as_map} END AS _sm_m",
-                   *[f"CASE WHEN _sm_d AND _sm_p.{_sql_name(f.name)} IS NULL THEN "
+                   *[f"CASE WHEN _sm_d AND _sm_p.{sql_name(f.name)} IS NULL THEN "
                      f"try_element_at(filter(_sm_unknown, k -> lower(k) = "
-                     f"{_sql_str(f.name.lower())}), 1) END AS _sm_v{i}"
+                     f"{sql_str(f.name.lower())}), 1) END AS _sm_v{i}"
                      for i, f in enumerate(body)]])
     vs = [f"_sm_v{i}" for i in range(len(body))]
     # _sm_f<i>: that key's value converted to the column's type (null when it does not fit)
     stages.append([*pn, "_sm_p", "_sm_unknown", "_sm_d", corrupt, "_sm_m", *vs,
-                   *[f"{_from_text(f'_sm_m[_sm_v{i}]', f.dataType, opts)} AS _sm_f{i}"
+                   *[f"{from_text(f'_sm_m[_sm_v{i}]', f.dataType, opts)} AS _sm_f{i}"
                      for i, f in enumerate(body)]])
     known_types = {f.name.lower(): (f.name, f.dataType) for f in known.fields}
     cols, extras = [], []
     for i, f in enumerate(body):
-        cols.append(f"CAST(coalesce(_sm_p.{_sql_name(f.name)}, _sm_f{i}) AS "
-                    f"{_sql_type(f.dataType)}) AS {_sql_name(f.name)}")
+        cols.append(f"CAST(coalesce(_sm_p.{sql_name(f.name)}, _sm_f{i}) AS "
+                    f"{sql_type(f.dataType)}) AS {sql_name(f.name)}")
     for low, c in parts.items():
         if low in known_types:
             n, t = known_types[low]
-            cols.append(f"CAST({_sql_name(c)} AS {_sql_type(t)}) AS {_sql_name(n)}")
+            cols.append(f"CAST({sql_name(c)} AS {sql_type(t)}) AS {sql_name(n)}")
         else:  # a partition column the known schema does not have: rescued, as a new column
             extras.append(c)
     # _sm_b<i>: column i's value that did not fit (the raw text), null if it fitted: the exact
     # key's in a row Spark could not convert whole, else the other-case key's that did not
     # convert
-    checks = [f"coalesce(CASE WHEN {corrupt} IS NOT NULL AND _sm_p.{_sql_name(f.name)} IS NULL "
-              f"THEN _sm_m[{_sql_str(f.name)}] END, CASE WHEN _sm_f{i} IS NULL THEN "
+    checks = [f"coalesce(CASE WHEN {corrupt} IS NOT NULL AND _sm_p.{sql_name(f.name)} IS NULL "
+              f"THEN _sm_m[{sql_str(f.name)}] END, CASE WHEN _sm_f{i} IS NULL THEN "
               f"_sm_m[_sm_v{i}] END) AS _sm_b{i}" for i, f in enumerate(body)]
     consumed = f"array({', '.join(vs)})" if body else "CAST(array() AS array<string>)"
     more = (f"CASE WHEN _sm_d THEN transform(filter(_sm_unknown, k -> _sm_m[k] IS NOT NULL AND "
@@ -310,15 +312,15 @@ def _read_json_known(spark: "SparkSession", files: Sequence[FileEntry], listing:
             f"named_struct('k', k, 'v', _sm_m[k])) END AS _sm_more")
     new = (f"CASE WHEN _sm_d THEN filter(_sm_unknown, k -> NOT (lower(k) IN ({lows}))) END "
            "AS _sm_new")
-    names = [_sql_name(f.name) for f in known.fields]
-    stages.append([*cols, *[_sql_name(c) for c in extras], corrupt, *checks, more, new])
+    names = [sql_name(f.name) for f in known.fields]
+    stages.append([*cols, *[sql_name(c) for c in extras], corrupt, *checks, more, new])
     bad = {f.name: (f"(_sm_b{i} IS NOT NULL)", f"_sm_b{i}") for i, f in enumerate(body)}
-    extra_parts = [f"CASE WHEN {_sql_name(c)} IS NOT NULL THEN "
-                   f"{_pair(c, f'CAST({_sql_name(c)} AS STRING)')} END" for c in extras]
-    kept = (f"concat({_kept_sql(bad, corrupt, extra_parts)}, coalesce(_sm_more, "
+    extra_parts = [f"CASE WHEN {sql_name(c)} IS NOT NULL THEN "
+                   f"{pair_sql(c, f'CAST({sql_name(c)} AS STRING)')} END" for c in extras]
+    kept = (f"concat({kept_sql(bad, corrupt, extra_parts)}, coalesce(_sm_more, "
             "CAST(array() AS array<struct<k:string,v:string>>)))")
-    stages.append([*names, corrupt, f"{kept} AS _sm_kept", "_sm_new", _bad_names(bad)])
-    stages.append([*names, corrupt, _rescued_sql("_sm_kept"), "_sm_new", "_sm_bad"])
+    stages.append([*names, corrupt, f"{kept} AS _sm_kept", "_sm_new", bad_names(bad)])
+    stages.append([*names, corrupt, rescued_sql("_sm_kept"), "_sm_new", "_sm_bad"])
     return _chain(text, "value RLIKE '[^ \\t\\r\\n]'", stages)
 
 
@@ -330,78 +332,6 @@ def _chain(df: "DataFrame", where: str, stages: Sequence[Sequence[str]]) -> "Dat
     for stage in stages:
         df = df.selectExpr(*stage)
     return df
-
-
-def _bad_names(bad: dict[str, tuple[str, str]]) -> str:
-    """SQL: the known columns whose value did not fit in a row (``_sm_bad``), null if none."""
-    if not bad:
-        return "CAST(NULL AS array<string>) AS _sm_bad"
-    names = "filter(array(" + ", ".join(f"CASE WHEN {b} THEN {_sql_str(n)} END"
-                                        for n, (b, _) in bad.items()) + "), x -> x IS NOT NULL)"
-    any_bad = " OR ".join(f"coalesce({b}, false)" for b, _ in bad.values())
-    return f"CASE WHEN {any_bad} THEN {names} END AS _sm_bad"
-
-
-def _from_text(text: str, t: Any, opts: str) -> str:
-    """A value Spark's JSON map gave as text (a string unquoted, anything else as its JSON),
-    converted as the JSON reader converts it to type ``t`` (SQL text; null when it does not
-    fit)."""
-    from pyspark.sql.types import (ArrayType, BooleanType, MapType, NumericType, StringType,
-                                   StructType)
-    if isinstance(t, StringType):
-        return text
-    wrapped = (f"concat('{{\"x\":', {text}, '}}')"
-               if isinstance(t, (NumericType, BooleanType, StructType, ArrayType, MapType))
-               else f"to_json(named_struct('x', {text}))")
-    return f"from_json({wrapped}, {_sql_str('struct<x:' + _sql_type(t) + '>')}, {opts}).x"
-
-
-def _sql_str(text: str) -> str:
-    """A Spark SQL string literal."""
-    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
-
-
-def _sql_name(name: str) -> str:
-    """A Spark SQL identifier."""
-    return "`" + name.replace("`", "``") + "`"
-
-
-def _sql_type(t: Any) -> str:
-    """A Spark data type as SQL text (field names quoted, unlike ``simpleString``)."""
-    from pyspark.sql.types import ArrayType, MapType, StructType
-    if isinstance(t, StructType):
-        return "struct<" + ",".join(f"{_sql_name(f.name)}:{_sql_type(f.dataType)}"
-                                    for f in t.fields) + ">"
-    if isinstance(t, ArrayType):
-        return f"array<{_sql_type(t.elementType)}>"
-    if isinstance(t, MapType):
-        return f"map<{_sql_type(t.keyType)},{_sql_type(t.valueType)}>"
-    return str(t.simpleString())
-
-
-def _pair(key: str, value: str) -> str:
-    """One ``_rescued_data`` entry as SQL: ``key`` (a name) and ``value`` (SQL text)."""
-    return f"named_struct('k', {_sql_str(key)}, 'v', {value})"
-
-
-def _kept_sql(bad: dict[str, tuple[str, str]], raw: str, more: Sequence[str] = ()) -> str:
-    """The ``_rescued_data`` entries of a row, as SQL: each typed column whose value did not
-    fit (``bad``: name -> (condition, raw value)), ``more`` entries, and the raw record when
-    Spark could not parse it whole and no single value explains why."""
-    any_bad = " OR ".join(f"coalesce({b}, false)" for b, _ in bad.values()) or "false"
-    pairs = [f"CASE WHEN {b} THEN {_pair(n, v)} END" for n, (b, v) in bad.items()]
-    pairs += list(more)
-    pairs.append(f"CASE WHEN {raw} IS NOT NULL AND NOT ({any_bad}) THEN "
-                 f"{_pair(CORRUPT_KEY, raw)} END")
-    return f"CAST(filter(array({', '.join(pairs)}), x -> x IS NOT NULL) AS " \
-           "array<struct<k:string,v:string>>)"
-
-
-def _rescued_sql(kept: str) -> str:
-    """``_rescued_data`` from a column of entries: their JSON object with the file's path, or
-    null when there are none."""
-    return (f"CASE WHEN size({kept}) > 0 THEN to_json(map_from_entries(concat({kept}, "
-            f"array({_pair(FILE_KEY, 'input_file_name()')})))) END AS {_sql_name(RESCUED)}")
 
 
 def _read_group(spark: "SparkSession", fmt: str, group: Sequence[FileEntry], listing: Any,
@@ -431,32 +361,32 @@ def _read_group(spark: "SparkSession", fmt: str, group: Sequence[FileEntry], lis
         opts["enforceSchema"] = "true"
     if fmt == "json" and inferred is not None and _same_columns(seen, read_cols):
         df = inferred if CORRUPT in inferred.columns else inferred.selectExpr(
-            "*", f"CAST(NULL AS STRING) AS {_sql_name(CORRUPT)}")
+            "*", f"CAST(NULL AS STRING) AS {sql_name(CORRUPT)}")
     else:
         df = load(spark, fmt, group, listing, opts, schema)
     have = {c.lower(): c for c in df.columns}
-    raw = _sql_name(CORRUPT)
+    raw = sql_name(CORRUPT)
     # the raw record parsed again (``_sm_r``: once per row, only for a row Spark could not
     # convert whole), each value taken from it by name
     if fmt == "json":
         reparse = f"from_json({raw}, 'map<string,string>')"
 
         def raw_value(name: str) -> str:
-            return f"_sm_r[{_sql_str(name)}]"
+            return f"_sm_r[{sql_str(name)}]"
     else:
         names = [n for n, _ in read_cols if n.lower() not in
                  {c.lower() for c in _partition_names(listing, group, seen, fmt)}]
-        csv_opts = [f"{_sql_str(k)}, {_sql_str(str(v))}" for k, v in permissive.items()
+        csv_opts = [f"{sql_str(k)}, {sql_str(str(v))}" for k, v in permissive.items()
                     if k.lower() in ("sep", "delimiter", "quote", "escape", "nullvalue",
                                      "ignoreleadingwhitespace", "ignoretrailingwhitespace")]
-        args = _sql_str(", ".join(f"{_sql_name(n)} STRING" for n in names))
+        args = sql_str(", ".join(f"{sql_name(n)} STRING" for n in names))
         if csv_opts:  # no empty map(): that is a map<void,void>, which from_csv refuses
             args += f", map({', '.join(csv_opts)})"
         reparse = f"from_csv({raw}, {args})" if names else "CAST(NULL AS struct<x:string>)"
 
         def raw_value(name: str) -> str:
-            return f"_sm_r.{_sql_name(name)}" if name in names else "CAST(NULL AS STRING)"
-    null_value = _sql_str(str(permissive.get("nullValue", "")))
+            return f"_sm_r.{sql_name(name)}" if name in names else "CAST(NULL AS STRING)"
+    null_value = sql_str(str(permissive.get("nullValue", "")))
     # each value that did not fit is one column (``_sm_b<i>``), named by the expressions that
     # use it (the entry, the names, the count) instead of repeated in their text: Spark
     # analyses and optimises every run's projection, at a cost that grows with its text
@@ -465,26 +395,26 @@ def _read_group(spark: "SparkSession", fmt: str, group: Sequence[FileEntry], lis
         if low not in have:
             continue
         value = raw_value(have[low])
-        cond = f"{raw} IS NOT NULL AND {_sql_name(have[low])} IS NULL AND {value} IS NOT NULL"
+        cond = f"{raw} IS NOT NULL AND {sql_name(have[low])} IS NULL AND {value} IS NOT NULL"
         if fmt == "csv":
             cond += f" AND {value} != {null_value}"
         checks.append((name, f"CASE WHEN {cond} THEN {value} END"))
-    extras = [(name, f"CAST({_sql_name(have[low])} AS STRING)") for low, name in extra.items()
+    extras = [(name, f"CAST({sql_name(have[low])} AS STRING)") for low, name in extra.items()
               if low in have]
-    cols = [f"CAST({_sql_name(have[n.lower()])} AS {_sql_type(types[n.lower()])}) AS "
-            f"{_sql_name(n)}" if n.lower() in have else
-            f"CAST(NULL AS {_sql_type(types[n.lower()])}) AS {_sql_name(n)}"
+    cols = [f"CAST({sql_name(have[n.lower()])} AS {sql_type(types[n.lower()])}) AS "
+            f"{sql_name(n)}" if n.lower() in have else
+            f"CAST(NULL AS {sql_type(types[n.lower()])}) AS {sql_name(n)}"
             for n, _ in plan.columns]
     if checks:
         df = df.selectExpr("*", f"{reparse} AS _sm_r")
     df = df.selectExpr(*cols, raw, *[f"{v} AS _sm_b{i}" for i, (_, v) in enumerate(checks)],
                        *[f"{v} AS _sm_x{i}" for i, (_, v) in enumerate(extras)])
     bad = {name: (f"(_sm_b{i} IS NOT NULL)", f"_sm_b{i}") for i, (name, _) in enumerate(checks)}
-    more = [f"CASE WHEN _sm_x{i} IS NOT NULL THEN {_pair(name, f'_sm_x{i}')} END"
+    more = [f"CASE WHEN _sm_x{i} IS NOT NULL THEN {pair_sql(name, f'_sm_x{i}')} END"
             for i, (name, _) in enumerate(extras)]
-    return df.selectExpr(*[_sql_name(n) for n, _ in plan.columns], raw,
-                         f"{_kept_sql(bad, raw, more)} AS _sm_kept", _bad_names(bad)).selectExpr(
-        *[_sql_name(n) for n, _ in plan.columns], raw, _rescued_sql("_sm_kept"),
+    return df.selectExpr(*[sql_name(n) for n, _ in plan.columns], raw,
+                         f"{kept_sql(bad, raw, more)} AS _sm_kept", bad_names(bad)).selectExpr(
+        *[sql_name(n) for n, _ in plan.columns], raw, rescued_sql("_sm_kept"),
         "CAST(NULL AS array<string>) AS _sm_new", "_sm_bad")
 
 
@@ -529,13 +459,13 @@ def _count(spark: "SparkSession", df: "DataFrame", plan: DriftPlan,
 
     from sparkmark.engine.compat import is_connect, observation_ready
     key = "rescued_records" if plan.rescue else "dropped_records"
-    metrics = [F.expr(f"count({_sql_name(RESCUED)}) AS r"),
-               F.expr(f"count({_sql_name(CORRUPT)}) AS m")]
+    metrics = [F.expr(f"count({sql_name(RESCUED)}) AS r"),
+               F.expr(f"count({sql_name(CORRUPT)}) AS m")]
     if known is not None:
         # (as JSON text: Spark 3.5's Observation hands an array over as a Java object)
         metrics += [F.expr(f"to_json(array_distinct(flatten(collect_set({c})))) AS {k}")
                     for c, k in (("_sm_new", "n"), ("_sm_bad", "b"))]
-        metrics += [F.expr(f"count({_sql_name(c)}) AS {_sql_name('p_' + str(i))}")
+        metrics += [F.expr(f"count({sql_name(c)}) AS {sql_name('p_' + str(i))}")
                     for i, c in enumerate(present)]
     types = {f.name: f.dataType.simpleString() for f in known.fields} if known else {}
 
