@@ -29,8 +29,7 @@ SUITES35 ?= tests/test_compat.py tests/test_state_store.py tests/test_lifecycle.
 	tests/test_crash.py tests/test_pipeline.py tests/test_cli_pipeline.py \
 	tests/test_jdbc_derby.py tests/test_jdbc_postgres.py tests/test_jdbcrelation.py tests/test_jdbc_pgcatalog.py tests/test_glue.py \
 	tests/test_glue_scripts.py tests/test_cli.py tests/test_demo.py tests/test_s3_files.py \
-	tests/test_s3_errors.py tests/test_s3_sinks.py tests/test_s3_events.py tests/test_s3_uploads.py \
-	tests/test_doctests.py tests/test_jars.py
+	tests/test_s3_errors.py tests/test_s3_sinks.py tests/test_s3_events.py tests/test_doctests.py tests/test_jars.py
 # Iceberg tables (Spark 3.5 and 4.1): in a pytest process of their own, because the session they
 # need (Iceberg jars and SQL extensions) must be the first one the process starts
 ICEBERG_SUITES ?= tests/test_iceberg_source.py tests/test_iceberg_target.py tests/test_iceberg_flows.py \
