@@ -3,7 +3,6 @@
     python benchmarks/crash.py --trials 300                 # file -> parquet target
     python benchmarks/crash.py --trials 300 --sink jdbc     # file -> PostgreSQL table
     python benchmarks/crash.py --trials 100 --sink s3       # file -> parquet on S3 (moto)
-    python benchmarks/crash.py --trials 50 --sink s3-uploads  # the same, publish="uploads"
     python benchmarks/crash.py --trials 50 --sink iceberg   # file -> Iceberg table (Spark 3.5)
     python benchmarks/crash.py --trials 50 --sink iceberg-s3  # the same, warehouse on s3a (moto)
     python benchmarks/crash.py --trials 20 --sink both      # what CI runs (tests/test_crash.py)
@@ -58,7 +57,6 @@ def s3_conf() -> dict[str, str]:
 
 
 ICEBERG_SINKS = ("iceberg", "iceberg-s3")
-S3_SINKS = ("s3", "s3-uploads", "iceberg-s3")
 
 
 def iceberg_conf(warehouse: str, s3: Any = None) -> dict[str, str]:
@@ -97,9 +95,8 @@ def worker(a: argparse.Namespace) -> None:
     df = job.read.files(a.input, format="json", transformation_ctx="src",
                         options={"schema": "id STRING, v LONG"})
     mark("before-write")
-    if a.sink in ("files", "s3", "s3-uploads"):
-        job.write(df, a.target, format="parquet", transformation_ctx="sink",
-                  options={"publish": "uploads"} if a.sink == "s3-uploads" else None)
+    if a.sink in ("files", "s3"):
+        job.write(df, a.target, format="parquet", transformation_ctx="sink")
     elif a.sink in ICEBERG_SINKS:
         job.write(df, ICEBERG_TABLE, format="iceberg", transformation_ctx="sink")
     else:
@@ -120,7 +117,7 @@ def verify(a: argparse.Namespace) -> None:
         from sparkmark.engine.spark import local_session
         spark = local_session("crash-verify", cores=1, extra_conf=s3_conf())
         ids = [r.id for r in spark.table(ICEBERG_TABLE).select("id").collect()]
-    elif a.sink in ("s3", "s3-uploads"):
+    elif a.sink == "s3":
         from sparkmark.engine.spark import local_session
         spark = local_session("crash-verify", cores=1, extra_conf=s3_conf())
         try:
@@ -221,7 +218,7 @@ def run_trials(trials: int, sink: str, seed: int, workdir: Path, log=print) -> d
     inp.mkdir(parents=True, exist_ok=True)
     state = f"sqlite:///{workdir}/state.db"
     pg = s3 = None
-    if sink in S3_SINKS:
+    if sink in ("s3", "iceberg-s3"):
         from sparkmark.devtools.s3 import Bucket, s3a_session_conf, start_moto
         s3 = start_moto()
         bucket = Bucket(s3, "crash")
@@ -234,7 +231,7 @@ def run_trials(trials: int, sink: str, seed: int, workdir: Path, log=print) -> d
         base += ["--jdbc", f"jdbc:postgresql://127.0.0.1:{pg.port}/crash",
                  "--target-sa", sa_url]
     env = dict(os.environ, PYTHONPATH=str(ROOT / "src"), SPARKMARK_LEASE_SECONDS="30")
-    if sink in ("s3", "s3-uploads"):
+    if sink == "s3":
         env["SPARKMARK_CRASH_S3"] = json.dumps({**s3a_session_conf(), **s3.spark_conf()})
     elif sink == "iceberg":
         env["SPARKMARK_CRASH_S3"] = json.dumps(iceberg_conf(str(workdir / "wh")))
@@ -282,9 +279,7 @@ def run_trials(trials: int, sink: str, seed: int, workdir: Path, log=print) -> d
             pg.stop()
         if s3 is not None:
             leftover_keys = [k for k in bucket.keys("target/") if "/_sparkmark_staging/" in k
-                             or "/_temporary/" in k or "/__magic" in k]
-            uploads_left = [u["Key"] for u in s3.client().list_multipart_uploads(
-                Bucket=bucket.name).get("Uploads", [])]
+                             or "/_temporary/" in k]
             s3.stop()
     from sparkmark import Job
     runs = Job(None, state=state).store.list_runs(job_name=JOB)
@@ -294,7 +289,7 @@ def run_trials(trials: int, sink: str, seed: int, workdir: Path, log=print) -> d
     missing = sorted(set(expected) - set(counts))
     unexpected = sorted(set(counts) - set(expected))
     leftover = (target / "_sparkmark_staging").exists() if sink == "files" else (
-        bool(leftover_keys) if sink in ("s3", "s3-uploads") else False)
+        bool(leftover_keys) if sink == "s3" else False)
     ok = (not dupes and not missing and not unexpected and results[-1]["status"] == "EMPTY"
           and results[-1]["records_written"] == 0 and not leftover)
     return {"sink": sink, "trials": trials, "seed": seed, "phases": dict(phases),
@@ -304,18 +299,13 @@ def run_trials(trials: int, sink: str, seed: int, workdir: Path, log=print) -> d
             "source_records": len(expected), "target_records": len(ids),
             "duplicates": len(dupes), "missing": len(missing), "unexpected": len(unexpected),
             "staging_left": leftover, "last_run": results[-1], "exactly_once": ok,
-            # multipart uploads still pending at the end (s3-uploads: those of tasks killed
-            # while writing, before any .pending file named them; a bucket lifecycle rule
-            # aborts them)
-            "uploads_left": len(uploads_left) if s3 is not None else None,
             "seconds": round(time.time() - started, 1)}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--trials", type=int, default=300)
-    ap.add_argument("--sink", choices=("files", "jdbc", "s3", "s3-uploads", "iceberg",
-                                       "iceberg-s3", "both"),
+    ap.add_argument("--sink", choices=("files", "jdbc", "s3", "iceberg", "iceberg-s3", "both"),
                     default="files")
     ap.add_argument("--seed", type=int, default=20261121)
     ap.add_argument("--json", default=str(ROOT / "benchmarks" / "results" / "crash.json"))

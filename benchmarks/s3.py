@@ -16,9 +16,7 @@ Four measurements, in one run:
    new objects in the newest partition and in a new one (lexical listing), counted by the
    server and by S3A (the ledger's ``list_requests``);
 3. publish ÷ write for M MB of parquet output: S3 has no rename, so publishing a staged run
-   copies every object once more; ``publish_uploads``: the same with ``publish="uploads"``
-   (multipart uploads completed after the state commit), where the bytes copied during the
-   publish (CopyObject / UploadPartCopy requests seen by the server) ÷ bytes written is 0;
+   copies every object once more;
 4. ``fileDiscovery=events`` (``events``): N objects put before the bucket notifies an SQS
    queue (moto delivers the notifications), a first run that lists them all (a backfill),
    then per trial 100 new objects: a whole event run (receive, one HEAD per object, read,
@@ -47,7 +45,7 @@ sys.path.insert(0, str(ROOT / "src"))
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
 EN = {"job_bookmark_option": "job-bookmark-enable"}
-CASES = ("incremental", "flat", "list_requests", "publish", "publish_uploads", "events")
+CASES = ("incremental", "flat", "list_requests", "publish", "events")
 EV_SCHEMA = "id long, v long"
 
 
@@ -308,32 +306,25 @@ def _dicts(x):
             yield from _dicts(v)
 
 
-def publish_cost(spark, server, bucket, mb: int, state: str, publish: str = "copy") -> dict:
+def publish_cost(spark, bucket, mb: int, state: str) -> dict:
     from pyspark.sql import functions as F
 
     from sparkmark import Job
     rows = mb * 1024 * 1024 // 120  # ~120 bytes of parquet per row of random strings
     df = spark.range(rows).select("id", F.sha2(F.col("id").cast("string"), 256).alias("a"),
                                   F.sha2((F.col("id") * 7).cast("string"), 256).alias("b"))
-    name = f"pub{mb}" if publish == "copy" else f"pub{mb}-{publish}"
-    job = Job(spark, state=state).init(name, EN)
+    job = Job(spark, state=state).init(f"pub{mb}", EN)
     t0 = time.perf_counter()
-    job.write(df.repartition(4), bucket.url(name), transformation_ctx="sink",
-              options=None if publish == "copy" else {"publish": publish})
+    job.write(df.repartition(4), bucket.url(f"pub{mb}"), transformation_ctx="sink")
     write_s = time.perf_counter() - t0
-    copies = len(server.copies)
     t0 = time.perf_counter()
-    job.commit()  # state transaction, then publish: copies (default) or upload completions
+    job.commit()  # state transaction, then publish: a copy of every staged object on S3
     commit_s = time.perf_counter() - t0
-    made = server.copies[copies:]
     size = sum(o["Size"] for page in bucket._client.get_paginator("list_objects_v2").paginate(
-        Bucket=bucket.name, Prefix=f"{name}/") for o in page.get("Contents", []))
-    copied = sum(max(c[2], 0) for c in made)
-    return {"publish": publish, "mb_requested": mb, "bytes_published": size,
-            "write_s": round(write_s, 2), "commit_and_publish_s": round(commit_s, 2),
-            "publish_over_write": round(commit_s / write_s, 2),
-            "copy_requests_in_publish": len(made), "bytes_copied_in_publish": copied,
-            "copied_over_written": round(copied / size, 3) if size else None}
+        Bucket=bucket.name, Prefix=f"pub{mb}/") for o in page.get("Contents", []))
+    return {"mb_requested": mb, "bytes_published": size, "write_s": round(write_s, 2),
+            "commit_and_publish_s": round(commit_s, 2),
+            "publish_over_write": round(commit_s / write_s, 2)}
 
 
 def main() -> None:
@@ -402,12 +393,8 @@ def main() -> None:
             result["events"] = sorted(others + measured,
                                       key=lambda e: (e.get("sparkmark_reader", ""), e["objects"]))
         if "publish" in a.cases:
-            result["publish"] = [publish_cost(spark, server, Bucket(server, "bench-pub"), mb,
-                                              state) for mb in a.mb]
-        if "publish_uploads" in a.cases:
-            result["publish_uploads"] = [
-                publish_cost(spark, server, Bucket(server, "bench-pubu"), mb, state,
-                             publish="uploads") for mb in a.mb]
+            result["publish"] = [publish_cost(spark, Bucket(server, "bench-pub"), mb, state)
+                                 for mb in a.mb]
     result["load_avg"] = os.getloadavg()
     for case, label in (("incremental", "incremental"),
                         ("flat", "incremental, time-stamped names, lexicalFileNames=true")):
@@ -429,12 +416,10 @@ def main() -> None:
               f"{lists['full_listing_lists']} (whole run, server: {lists['full_server_lists']}); "
               f"incremental ({lists['lexical_mode']}) {lists['lexical_listing_lists']} (whole "
               f"run, server: {lists['lexical_server_lists']})")
-    for p in (result.get("publish") or []) + (result.get("publish_uploads") or []):
+    for p in result.get("publish") or []:
         print(f"publish, {p['bytes_published'] / 1e6:.0f} MB: write {p['write_s']} s, commit + "
-              f"publish ({p.get('publish', 'copy')}) {p['commit_and_publish_s']} s: "
-              f"publish/write {p['publish_over_write']}; bytes copied in the publish / written "
-              f"{p.get('copied_over_written', 'not counted')} "
-              f"({p.get('copy_requests_in_publish', '?')} copy requests)")
+              f"publish (copy) {p['commit_and_publish_s']} s: publish/write "
+              f"{p['publish_over_write']}")
     for ev in result.get("events") or []:
         print(f"fileDiscovery=events ({ev.get('sparkmark_reader')} reader), {ev['objects']} "
               f"objects ({ev['puts_per_s']} puts/s, {ev['seeded_via']}), {ev['new_per_run']} new "

@@ -2,8 +2,7 @@
 
 The full version is `python benchmarks/crash.py --trials 300 [--sink jdbc]`.
 CI runs a seeded few: 6 trials against a parquet target, 5 against a PostgreSQL table and 3
-against a parquet target on S3 (moto; publish by copy, kills inside it included), and 3 with
-``publish="uploads"`` (kills between the state commit and the completions included)
+against a parquet target on S3 (moto; publish by copy, kills inside it included)
 (SPARKMARK_CRASH_TRIALS / SPARKMARK_CRASH_JDBC_TRIALS / SPARKMARK_CRASH_S3_TRIALS change that).
 The Iceberg target's trials (``--sink iceberg``, Spark 3.5) run in tests/test_iceberg_target.py.
 """
@@ -26,10 +25,9 @@ spec.loader.exec_module(crash)
     ("files", int(os.environ.get("SPARKMARK_CRASH_TRIALS", "6"))),
     ("jdbc", int(os.environ.get("SPARKMARK_CRASH_JDBC_TRIALS", "5"))),
     ("s3", int(os.environ.get("SPARKMARK_CRASH_S3_TRIALS", "3"))),
-    ("s3-uploads", int(os.environ.get("SPARKMARK_CRASH_S3_TRIALS", "3"))),
 ])
 def test_random_sigkills_never_lose_or_duplicate(tmp_path, sink, trials, request):
-    if sink.startswith("s3"):
+    if sink == "s3":
         request.getfixturevalue("s3_server")  # skips (or fails in CI) without the s3a jars
     if sink == "jdbc" and not os.path.exists("/usr/share/java/postgresql.jar"):
         pytest.skip("PostgreSQL JDBC driver missing: apt-get install libpostgresql-jdbc-java")

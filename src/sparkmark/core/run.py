@@ -103,25 +103,12 @@ class FileOutput:
     format: str
     ctx: str | None = None
     partition_by: tuple[str, ...] = ()
-    #: ``copy`` (stage, then rename) or ``uploads`` (S3: multipart uploads completed after the
-    #: state commit, :mod:`sparkmark.sinks.uploads`)
-    publish: str = "copy"
-    #: ``uploads`` only: the Spark job id(s) the file names carry, known once the write is over
-    spark_job: str | None = None
     kind: str = field(default="files", init=False)
-
-    @property
-    def write_id(self) -> str | None:
-        """``uploads`` only: the record is replaced when the write learns its Spark job id."""
-        return self.staging if self.publish != "copy" else None
 
     def to_record(self) -> dict[str, Any]:
         """The JSON-able form kept in the ledger (``sm_runs.outputs``)."""
-        rec = {"kind": self.kind, "target": self.target, "staging": self.staging,
-               "format": self.format, "ctx": self.ctx, "partition_by": list(self.partition_by)}
-        if self.publish != "copy":
-            rec.update(publish=self.publish, spark_job=self.spark_job)
-        return rec
+        return {"kind": self.kind, "target": self.target, "staging": self.staging,
+                "format": self.format, "ctx": self.ctx, "partition_by": list(self.partition_by)}
 
 
 @dataclass(frozen=True)
@@ -220,9 +207,7 @@ StagedOutput = Union[FileOutput, JdbcOutput, TableOutput, DeltaOutput]
 def _files_from(record: Mapping[str, Any]) -> FileOutput:
     return FileOutput(target=record["target"], staging=record["staging"],
                       format=record.get("format", "parquet"), ctx=record.get("ctx"),
-                      partition_by=tuple(record.get("partition_by") or ()),
-                      publish=str(record.get("publish") or "copy"),
-                      spark_job=record.get("spark_job"))
+                      partition_by=tuple(record.get("partition_by") or ()))
 
 
 def _jdbc_from(record: Mapping[str, Any]) -> JdbcOutput:

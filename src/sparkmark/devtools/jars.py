@@ -340,55 +340,13 @@ def jars_for(features: Iterable[str], spark_version: str | None = None, *,
     return out
 
 
-def build_committer(javac: str | None = None) -> Path:
-    """Compile ``SparkmarkUploadCommitter.java`` (Java 8 bytecode, against the installed
-    PySpark's ``hadoop-client-api``) and write ``sparkmark-committer.jar`` beside it, the jar
-    the ``publish="uploads"`` option of S3 file targets needs on ``spark.jars``.  The jar is
-    kept in the repository (as the helper classes are), so this runs only after an edit.
-
-    Example: ``build_committer()  # .../sparkmark/engine/java/sparkmark-committer.jar``
-    """
-    import zipfile
-
-    import pyspark
-    from sparkmark.sinks.uploads import COMMITTER_CLASS, COMMITTER_JAR
-    javac = javac or shutil.which("javac")
-    if javac is None:
-        raise RuntimeError("javac (a JDK) is needed to build the committer jar")
-    api = sorted(Path(pyspark.__file__).parent.joinpath("jars").glob("hadoop-client-api-*.jar"))
-    if not api:
-        raise RuntimeError("the installed PySpark has no hadoop-client-api jar")
-    src = COMMITTER_JAR.parent / f"{COMMITTER_CLASS}.java"
-    with tempfile.TemporaryDirectory(prefix="sparkmark-committer-") as tmp:
-        done = subprocess.run([javac, "--release", "8", "-cp", str(api[-1]), "-d", tmp,
-                               str(src)], capture_output=True, text=True)
-        if done.returncode != 0:
-            raise RuntimeError(f"javac failed:\n{done.stderr[-2000:]}")
-        part = COMMITTER_JAR.with_suffix(".jar.part")
-        with zipfile.ZipFile(part, "w") as z:
-            # fixed dates: the same source gives the same jar
-            info = zipfile.ZipInfo("META-INF/MANIFEST.MF", (1980, 1, 1, 0, 0, 0))
-            z.writestr(info, "Manifest-Version: 1.0\r\n\r\n")
-            info = zipfile.ZipInfo(f"{COMMITTER_CLASS}.class", (1980, 1, 1, 0, 0, 0))
-            z.writestr(info, (Path(tmp) / f"{COMMITTER_CLASS}.class").read_bytes())
-        os.replace(part, COMMITTER_JAR)
-    return COMMITTER_JAR
-
-
 def main(argv: list[str] | None = None) -> int:
     """``python -m sparkmark.devtools.jars fetch [--spark V] [FEATURE...]``: fill the cache
     (every line's every feature when no ``--spark`` is given); ``packages --spark V FEATURE...``
     prints the ``--packages`` value; ``paths --spark V FEATURE...`` the cached files."""
     args = list(sys.argv[1:] if argv is None else argv)
-    usage = ("usage: python -m sparkmark.devtools.jars {fetch|packages|paths|committer} "
+    usage = ("usage: python -m sparkmark.devtools.jars {fetch|packages|paths} "
              "[--spark VERSION] [FEATURE ...]")
-    if args[:1] == ["committer"]:
-        try:
-            print(build_committer())
-        except RuntimeError as e:
-            print(f"sparkmark.devtools.jars: {e}", file=sys.stderr)
-            return 1
-        return 0
     if not args or args[0] not in ("fetch", "packages", "paths"):
         print(usage, file=sys.stderr)
         return 2

@@ -47,8 +47,7 @@ def s3a_jars(*, fetch: bool = True) -> list[str]:
 
     Example: ``local_session(extra_conf={"spark.jars": ",".join(s3a_jars())})``
     """
-    from sparkmark.sinks.uploads import committer_jar
-    return jars_for(["s3a"], fetch_missing=fetch) + [committer_jar()]
+    return jars_for(["s3a"], fetch_missing=fetch)
 
 
 def s3a_session_conf(*, jars: list[str] | None = None) -> dict[str, str]:
@@ -70,9 +69,6 @@ class S3Server:
     access_key: str
     secret_key: str
     log: list[tuple[str, str, str]] = field(default_factory=list)  # (method, path, query)
-    #: server-side copies served (CopyObject, UploadPartCopy): (path, x-amz-copy-source, bytes
-    #: of the source object, or -1 when unknown); moto only
-    copies: list[tuple[str, str, int]] = field(default_factory=list)
     _stop: Callable[[], None] | None = None
 
     @property
@@ -267,20 +263,6 @@ def is_list_request(method: str, path: str, query: str) -> bool:
     return not (names & other)
 
 
-def _object_size(copy_source: str) -> int:
-    """The size of a copy's source object in moto's backend (``/bucket/key``, URL-quoted;
-    a ``?versionId=`` is ignored), or -1."""
-    from urllib.parse import unquote
-    try:
-        from moto.core import DEFAULT_ACCOUNT_ID
-        from moto.s3.models import s3_backends
-        bucket, _, key = unquote(copy_source.split("?", 1)[0]).lstrip("/").partition("/")
-        obj = s3_backends[DEFAULT_ACCOUNT_ID]["global"].get_object(bucket, key)
-        return int(obj.size) if obj is not None else -1
-    except Exception:  # noqa: BLE001 - a count, not a check
-        return -1
-
-
 def start_moto() -> S3Server:
     """moto's S3 API in a thread of this process on a free 127.0.0.1 port, counting requests.
 
@@ -299,15 +281,11 @@ def start_moto() -> S3Server:
     inner = DomainDispatcherApplication(create_backend_app)
     lock = threading.Lock()
     log: list[tuple[str, str, str]] = []
-    copies: list[tuple[str, str, int]] = []
 
     def counting(environ: dict, start_response: Callable) -> Any:
         with lock:
             log.append((environ.get("REQUEST_METHOD", ""), environ.get("PATH_INFO", ""),
                         environ.get("QUERY_STRING", "")))
-            source = environ.get("HTTP_X_AMZ_COPY_SOURCE")
-            if source:
-                copies.append((environ.get("PATH_INFO", ""), source, _object_size(source)))
         return inner(environ, start_response)
 
     # what moto's ThreadedMotoServer does, with the app wrapped to count what it serves
@@ -320,7 +298,6 @@ def start_moto() -> S3Server:
         thread.join()
 
     return S3Server("moto", int(wsgi.server_address[1]), "testing", "testing", log=log,
-                    copies=copies,
                     _stop=stop)
 
 
@@ -330,7 +307,6 @@ def reset_moto(server: S3Server) -> None:
     urllib.request.urlopen(urllib.request.Request(server.endpoint + "/moto-api/reset",
                                                   method="POST"), timeout=10).read()
     server.log.clear()
-    server.copies.clear()
 
 
 def weed_binary() -> str:

@@ -558,12 +558,6 @@ class Job:
         ``stamp=False`` leaves out the ``sm_run_id``/``sm_snapshot_ts`` columns (the files are
         still named ``sm-<run_id>-...``, which is what publish and rollback go by).
 
-        ``options`` go to Spark's writer, except sparkmark's ``publish``: ``"copy"`` (the
-        default: stage, then rename, a server-side copy on S3) or, for an ``s3a://`` target,
-        ``"uploads"``: multipart uploads completed after the state commit, so no byte is
-        copied (:mod:`sparkmark.sinks.uploads`; needs ``sparkmark-committer.jar`` on
-        ``spark.jars``, see docs/object-stores.md).
-
         ``format="iceberg"`` with a table name (no ``/``) appends to an Apache Iceberg table
         by write-audit-publish (:mod:`sparkmark.sinks.table`).  ``format="delta"`` with a
         path or a table name appends to a Delta Lake table in one commit stamped with the

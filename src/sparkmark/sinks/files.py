@@ -25,9 +25,6 @@ from sparkmark.planning.schema_drift import name_paths, skip_hint
 from sparkmark.core.secrets import mask_url
 from sparkmark.sinks.target_fs import target_fs
 from sparkmark.sinks.stamping import STAGING_DIR, count_while, published_prefix, stamp
-from sparkmark.sinks.uploads import (after_write, check_uploads, discard_uploads,
-                                     publish_mode, publish_uploads, remove_uploaded,
-                                     upload_staging, writer_options)
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -62,8 +59,6 @@ def write_files(run: RunContext, df: "DataFrame", target: str, *, format: str = 
     run_id, snapshot_ts = run.run_id, run.snapshot_ts
     if run_id is None or snapshot_ts is None:
         raise JobStateError("write() needs a running job: call job.init(name, args) first")
-    options = dict(options or {})
-    publish = publish_mode(options)  # sparkmark's own option: not passed to Spark
     run.add_secrets(storage_secrets(run.spark, target))  # s3a keys never reach the ledger
     try:
         fs = file_system(run.spark, target)
@@ -74,8 +69,6 @@ def write_files(run: RunContext, df: "DataFrame", target: str, *, format: str = 
                         "; nothing was written or committed") from None
     if target_is_file:
         raise SinkError(f"target {target} is a file, not a directory; write to a directory path")
-    if publish == "uploads":
-        check_uploads(run.spark, fs, target)
     stamped = stamp(df, run_id, snapshot_ts) if stamp_rows else df
     # partition columns live in folder names, typed by Spark's guess: compare data columns only
     try:
@@ -83,17 +76,11 @@ def write_files(run: RunContext, df: "DataFrame", target: str, *, format: str = 
     except SinkError as e:
         raise SinkError(f"{e}{_input_hint(run, df)}") from None
     published_prefix(run_id)  # a real run id: it becomes part of paths
-    if publish == "uploads":  # S3A magic paths: pending uploads to the final names
-        staging = upload_staging(run.spark, root.toString(), run_id, output_index)
-        dest, extra = f"{staging}/__base", writer_options()
-    else:
-        staging = f"{root.toString().rstrip('/')}/{STAGING_DIR}/{run_id}/{output_index}"
-        dest, extra = staging, {}
+    staging = f"{root.toString().rstrip('/')}/{STAGING_DIR}/{run_id}/{output_index}"
     # In the ledger before anything exists on disk: a crash from here on leaves nothing that the
     # next init does not know about and clean up.
-    out = FileOutput(target=root.toString(), staging=staging, format=fmt,
-                     ctx=transformation_ctx, partition_by=tuple(parts), publish=publish)
-    run.stage_output(out)
+    run.stage_output(FileOutput(target=root.toString(), staging=staging, format=fmt,
+                                ctx=transformation_ctx, partition_by=tuple(parts)))
     try:
         made = fs.mkdirs(fs.path(staging))
     except Exception as e:  # noqa: BLE001 - permission denied and friends come from the JVM
@@ -105,34 +92,22 @@ def write_files(run: RunContext, df: "DataFrame", target: str, *, format: str = 
                         "(permission denied?); check that the directory is writable")
 
     def action(d: "DataFrame") -> None:
-        # uploads: append (a fresh folder), never an overwrite that Spark may make dynamic
-        # (its .spark-staging-* folder would become part of the objects' final names)
-        w = d.write.format(fmt).mode("append" if extra else "overwrite") \
-            .options(**options, **extra)
+        w = d.write.format(fmt).mode("overwrite").options(**(options or {}))
         if parts:
             w = w.partitionBy(*parts)
-        w.save(dest)
+        w.save(staging)
 
     try:
         n = count_while(stamped, action)
     except Exception as e:  # noqa: BLE001
         try:  # best effort: with the store unreachable the next run discards the staging
-            if publish == "uploads":
-                discard_uploads(run.spark, out)
-            else:
-                fs.delete(fs.path(staging))
+            fs.delete(fs.path(staging))
         except Exception:  # noqa: BLE001, S110 - the write's error is the one to report
             pass
         raise SinkError(f"writing to {mask_url(target)} failed: {storage_error_text(e, target)}"
                         "; nothing was committed: the next run writes the same input") from None
     if n == 0:  # no rows: no file either (Spark writes a schema-only one, which a plain reader
-        if publish == "uploads":  # could sample as the target's schema); publish moves none
-            discard_uploads(run.spark, out)
-        else:
-            fs.delete(fs.path(staging))
-    elif publish == "uploads":  # the record learns the Spark job id the names carry
-        with _storage_errors("listing the uploads of", target, "nothing was committed"):
-            run.stage_output(after_write(run.spark, out))
+        fs.delete(fs.path(staging))  # could sample as the target's schema); publish moves none
     run.add_written(n)
     return n
 
@@ -216,10 +191,7 @@ def publish_files(spark: "SparkSession", run_id: str, out: FileOutput,
     with _storage_errors(f"publishing run {run_id} to", out.target,
                          "the run is committed and its publish is retried by the next run of "
                          "the job"):
-        if out.publish == "uploads":
-            publish_uploads(spark, run_id, out)
-        else:
-            _publish_files(spark, run_id, out, settled)
+        _publish_files(spark, run_id, out, settled)
 
 
 def _publish_files(spark: "SparkSession", run_id: str, out: FileOutput,
@@ -263,10 +235,7 @@ def discard_files(spark: "SparkSession", out: FileOutput) -> None:
     :class:`SinkError` (the staged files are removed by a later run's recovery)."""
     with _storage_errors("removing the staged files of a failed run from", out.target,
                          "a later run of the job removes them"):
-        if out.publish == "uploads":
-            discard_uploads(spark, out)
-        else:
-            _discard_files(spark, out)
+        _discard_files(spark, out)
 
 
 def _discard_files(spark: "SparkSession", out: FileOutput) -> None:
@@ -280,14 +249,7 @@ def _discard_files(spark: "SparkSession", out: FileOutput) -> None:
 
 def remove_published_files(spark: "SparkSession", run_id: str, out: FileOutput,
                            dry_run: bool = False) -> list[str]:
-    """Delete run ``run_id``'s published files (``sm-<run_id>-*``; with ``publish="uploads"``
-    the names carrying its Spark job id) from the target."""
-    if out.publish == "uploads":
-        if spark is None:  # a dry run without a session
-            return [f"{out.target}: the objects of run {run_id} (names with "
-                    f"{out.spark_job or 'no Spark job id: nothing was written'}; listed when "
-                    "the reset runs, with a Spark session)"]
-        return remove_uploaded(spark, run_id, out, dry_run=dry_run)
+    """Delete run ``run_id``'s published files (``sm-<run_id>-*``) from the target."""
     prefix = published_prefix(run_id)
     fs = target_fs(spark, out.target)
     removed = []
