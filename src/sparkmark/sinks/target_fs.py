@@ -1,6 +1,6 @@
 """The file system of a file target, for the sinks that write, publish and remove files
-(:mod:`sparkmark.sinks.files`, :mod:`sparkmark.sinks.uploads`): one clear
-:class:`~sparkmark.core.errors.SinkError` when it cannot be opened.
+(:mod:`sparkmark.sinks.files`): one clear :class:`~sparkmark.core.errors.SinkError` when it
+cannot be opened.
 
 Example: ``fs = target_fs(spark, "s3a://lake/out")``
 """
